@@ -1,0 +1,43 @@
+# crawlcycle: `make demo` sets up and runs the demo, `make test` runs the tests.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
+
+.PHONY: demo test lint ui report bench-fetch bench-parse lock clean
+
+# The virtual environment is (re)built from the lock file whenever the lock or pyproject changes.
+$(VENV)/.installed: requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/crawlcycle demo --cycles 3
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check include dags plugins tests bench
+
+ui: $(VENV)/.installed
+	$(BIN)/crawlcycle ui
+
+report: $(VENV)/.installed
+	$(BIN)/crawlcycle report
+
+bench-fetch: $(VENV)/.installed
+	$(BIN)/python bench/fetch.py
+
+bench-parse: $(VENV)/.installed
+	$(BIN)/python bench/parse.py
+
+# Re-resolve every pinned version (needs the package index); commit the result.
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -o requirements.lock
+
+clean:
+	rm -rf data .airflow

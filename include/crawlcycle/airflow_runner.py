@@ -1,0 +1,155 @@
+"""Run the project's Airflow (``airflow standalone``: scheduler, LocalExecutor, API server, DAG processor,
+triggerer, SQLite metadata) from a script: the demo and the end-to-end test use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+from crawlcycle.airflow_support import DUCKDB_POOL
+
+ROOT = Path(__file__).resolve().parents[2]
+DAG_ID = "crawl_cycle"
+ADMIN = ("admin", "admin")
+
+
+def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dict[str, str]:
+    """Environment for every Airflow process of this project (absolute paths; airflow.cfg has the rest)."""
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW_CONFIG": str(ROOT / "airflow.cfg"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+    }
+    if config:
+        env["CRAWLCYCLE_CONFIG"] = str(config)
+    return env
+
+
+class AirflowStack:
+    """``airflow standalone`` in its own process group, with helpers to backfill and wait for runs."""
+
+    def __init__(self, home: Path, port: int = 8080, config: Path | None = None,
+                 log: Callable[[str], None] = print) -> None:
+        self.home = home
+        self.port = port
+        self.env = {**os.environ, **airflow_env(home, port, config)}
+        self.log = log
+        self.proc: subprocess.Popen | None = None
+        self._token: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def airflow(self, *args: str, check: bool = True) -> str:
+        exe = Path(sys.executable).with_name("airflow")
+        res = subprocess.run([str(exe), *args], env=self.env, capture_output=True, text=True, timeout=300)
+        if check and res.returncode:
+            raise RuntimeError(f"airflow {' '.join(args)} failed ({res.returncode}): {res.stderr[-2000:]}")
+        return res.stdout
+
+    def setup(self, fresh: bool = False) -> None:
+        """Create the metadata DB, the admin login and the one-slot DuckDB pool."""
+        if fresh:
+            shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "passwords.json").write_text(json.dumps({ADMIN[0]: ADMIN[1]}))
+        self.airflow("db", "migrate")
+        self.airflow("pools", "set", DUCKDB_POOL, "1", "crawl database: one open at a time")
+
+    def start(self, timeout: float = 240) -> None:
+        out = open(self.home / "standalone.log", "ab")  # noqa: SIM115 - lives as long as the process
+        exe = Path(sys.executable).with_name("airflow")
+        self.proc = subprocess.Popen([str(exe), "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"airflow standalone exited; see {self.home / 'standalone.log'}")
+            try:
+                if requests.get(f"{self.url}/api/v2/monitor/health", timeout=2).ok and self._dag_known():
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(2)
+        raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see {self.home / 'standalone.log'}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+    def __enter__(self) -> AirflowStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def api(self, method: str, path: str, **kwargs: object) -> dict:
+        if not self._token:
+            r = requests.post(f"{self.url}/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}, timeout=10)
+            r.raise_for_status()
+            self._token = r.json()["access_token"]
+        r = requests.request(method, f"{self.url}/api/v2{path}", headers={"Authorization": f"Bearer {self._token}"},
+                             timeout=30, **kwargs)
+        r.raise_for_status()
+        return r.json()
+
+    def _dag_known(self) -> bool:
+        try:
+            self.api("GET", f"/dags/{DAG_ID}")
+            return True
+        except requests.HTTPError:
+            return False
+
+    def backfill(self, from_date: str, to_date: str) -> None:
+        self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date)
+
+    def runs(self) -> list[dict]:
+        return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]
+
+    def wait_for_runs(self, count: int, timeout: float) -> list[dict]:
+        """Wait until ``count`` runs succeeded; raise as soon as one fails, naming its failed tasks."""
+        deadline = time.monotonic() + timeout
+        seen = ""
+        while time.monotonic() < deadline:
+            runs = self.runs()
+            for run in runs:
+                if run["state"] == "failed":
+                    raise RuntimeError(f"run {run['dag_run_id']} failed: {self.failed_tasks(run['dag_run_id'])}")
+            done = [r for r in runs if r["state"] == "success"]
+            status = f"{len(done)}/{count} runs done"
+            if status != seen:
+                self.log(status)
+                seen = status
+            if len(done) >= count:
+                return done
+            time.sleep(3)
+        raise TimeoutError(f"{count} runs did not finish in {timeout:.0f}s")
+
+    def failed_tasks(self, run_id: str) -> list[str]:
+        tis = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return [t["task_id"] for t in tis if t["state"] in ("failed", "upstream_failed")]
+
+    def task_instances(self, run_id: str) -> list[dict]:
+        return self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances",
+                        params={"limit": 1000})["task_instances"]

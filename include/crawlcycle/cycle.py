@@ -1,0 +1,229 @@
+"""The stages of one crawl cycle, as plain functions: each Airflow task of ``crawl_cycle`` calls one,
+and ``crawlcycle cycle`` calls them all in order in one process.
+
+Stages that open the DuckDB file: begin, gates, update, refit, select_needy, score, materialize, close.
+Stages that run in parallel per host shard and never open it: fetch, parse. They exchange files in
+``<data_dir>/cycles/<cycle>/shard-<k>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from crawlcycle import materialize as materialize_mod
+from crawlcycle import policies, quality, refit, update
+from crawlcycle.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.db import connect, migrate, run_sql, scalar
+from crawlcycle.needy_queries import select_needy as select_needy_queries
+from crawlcycle.query_log import ingest_partition
+from crawlcycle.settings import Settings, load_settings, with_overrides
+
+
+def run_settings(params: dict[str, Any] | None = None) -> Settings:
+    """Settings for one run: the loaded settings with the run's non-empty parameters on top."""
+    overrides = {k: v for k, v in (params or {}).items() if v not in (None, "")}
+    return with_overrides(load_settings(), overrides)
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Stable host -> shard assignment: every URL of a host lands in the same shard."""
+    return zlib.crc32(host.encode()) % shards
+
+
+def cycle_dir(settings: Settings, cycle: int) -> Path:
+    return Path(settings.data_dir) / "cycles" / f"{cycle:05d}"
+
+
+@contextmanager
+def timed(con: duckdb.DuckDBPyConnection, cycle: int, stage: str) -> Iterator[None]:
+    """Record the stage's wall time in cycles.stage_seconds."""
+    t0 = time.perf_counter()
+    yield
+    record_seconds(con, cycle, {stage: round(time.perf_counter() - t0, 3)})
+
+
+def record_seconds(con: duckdb.DuckDBPyConnection, cycle: int, seconds: dict[str, float]) -> None:
+    con.execute("UPDATE cycles SET stage_seconds = json_merge_patch(coalesce(stage_seconds, '{}'), ?) "
+                "WHERE cycle = ?", [json.dumps(seconds), cycle])
+
+
+def init(settings: Settings) -> dict[str, int]:
+    """Create or migrate the database and admit the seed URLs."""
+    seeds = Path(settings.seeds_file)
+    if not seeds.is_file():
+        raise FileNotFoundError(f"setting seeds_file: {seeds} does not exist (run `crawlcycle demo-web` first?)")
+    with connect(settings) as con:
+        applied = migrate(con)
+        return {"migrations": len(applied), "seeds": admit_seeds(con, settings, seeds.read_text().splitlines())}
+
+
+def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, lines: list[str]) -> int:
+    rows = []
+    for seq, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            url = canonicalize(line.strip(), settings=settings)
+        except UrlRejected as e:
+            raise ValueError(f"seed {line.strip()!r} rejected: {e.reason}") from None
+        rows.append({"url": url, "host": host_of(url), "seq": seq})
+    before = scalar(con, "SELECT count(*) FROM frontier")
+    con.register("s_seeds", pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}))
+    run_sql(con, "stages/admit_seeds")
+    con.unregister("s_seeds")
+    return scalar(con, "SELECT count(*) FROM frontier") - before
+
+
+def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
+    """Open the cycle of this data interval and ingest its query-log partition; return the cycle number.
+
+    The interval's cycle number is reused when the interval was run before (a replay), otherwise it is
+    the next one.
+    """
+    with connect(settings) as con:
+        migrate(con)
+        cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
+                 or scalar(con, "SELECT coalesce(max(cycle), 0) + 1 FROM cycles"))
+        run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
+                run_id=run_id, policy=settings.policy)
+        with timed(con, cycle, "begin"):
+            ingest_partition(con, settings.query_log_dir, interval_start)
+    return cycle
+
+
+def plan_shards(settings: Settings, cycle: int) -> list[str]:
+    """Write the shard inputs of batch ``cycle``; return the shard folders (one per host group)."""
+    with connect(settings) as con, timed(con, cycle, "plan_shards"):
+        if not scalar(con, "SELECT count(*) FROM batches WHERE cycle = ?", [cycle]):
+            # First cycle, or the previous one never materialized: choose this batch now.
+            policies.score_frontier(con, settings, cycle - 1)
+            materialize_mod.materialize(con, settings, cycle - 1)
+        return [str(d) for d in write_shards(con, settings, cycle)]
+
+
+def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[Path]:
+    """Split batch ``cycle`` by host into shard folders (URLs and cached host state)."""
+    batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
+    hosts = con.sql("SELECT * FROM hosts").pl()
+    base = cycle_dir(settings, cycle)
+    shutil.rmtree(base, ignore_errors=True)
+    out = []
+    batch = batch.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
+                                                                 return_dtype=pl.Int64))
+    for (k,), part in batch.group_by("shard", maintain_order=True):
+        d = base / f"shard-{k:03d}"
+        d.mkdir(parents=True)
+        part.drop("shard").write_parquet(d / "urls.parquet")
+        hosts.filter(pl.col("host").is_in(part["host"].unique().implode())).write_parquet(d / "hosts_in.parquet")
+        out.append(d)
+    return sorted(out)
+
+
+def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
+    t0 = time.perf_counter()
+    fn()
+    timing = shard_dir / "timing.json"
+    data = json.loads(timing.read_text()) if timing.exists() else {}
+    data[stage] = round(time.perf_counter() - t0, 3)
+    timing.write_text(json.dumps(data))
+
+
+def fetch(settings: Settings, shard_dir: str) -> str:
+    """Fetch one shard's URLs politely; writes WARC and Parquet logs into the shard folder."""
+    from crawlcycle.fetch import fetch_urls
+
+    d = Path(shard_dir)
+    urls = pl.read_parquet(d / "urls.parquet")["url"].to_list()
+    hosts = pl.read_parquet(d / "hosts_in.parquet").to_dicts()
+    _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts))
+    return shard_dir
+
+
+def parse(settings: Settings, shard_dir: str) -> str:
+    """Extract text, metadata and links of one shard's responses into Parquet."""
+    from crawlcycle.parse import parse_warcs
+
+    d = Path(shard_dir)
+    _timed_file(d, "parse", lambda: parse_warcs([d / "responses.warc.gz"], d, settings,
+                                               fetch_log=d / "fetch_log.parquet"))
+    return shard_dir
+
+
+def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
+    dirs = [Path(d) for d in shard_dirs]
+    with connect(settings) as con, timed(con, cycle, "update"):
+        counts = update.merge_shards(con, settings, cycle, dirs)
+        shard_times = [json.loads((d / "timing.json").read_text()) for d in dirs if (d / "timing.json").exists()]
+        # Shards run in parallel: the stage's wall time is its slowest shard's.
+        record_seconds(con, cycle, {s: max((t.get(s, 0.0) for t in shard_times), default=0.0)
+                                    for s in ("fetch", "parse")})
+    return counts
+
+
+def refit_models(settings: Settings, cycle: int) -> dict:
+    with connect(settings) as con, timed(con, cycle, "refit"):
+        return refit.refit_link_graph(con, cycle)
+
+
+def select_needy(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "select_needy"):
+        partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
+        return select_needy_queries(con, settings, cycle, partition).height
+
+
+def score(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "score"):
+        return policies.score_frontier(con, settings, cycle)
+
+
+def materialize(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "materialize"):
+        return materialize_mod.materialize(con, settings, cycle).height
+
+
+def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | None = None) -> None:
+    """Run the quality gate after ``stage``; raises GateFailed with a readable report on failure."""
+    with connect(settings) as con, timed(con, cycle, f"gate_{stage}"):
+        quality.run_gate(con, settings, stage, cycle, [Path(d) for d in shard_dirs or []])
+
+
+def close(settings: Settings, cycle: int) -> dict:
+    with connect(settings) as con:
+        run_sql(con, "stages/close_cycle", cycle=cycle)
+        return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
+
+
+def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
+    """One whole cycle in this process, calling the same stage functions as the DAG."""
+    cycle = begin(settings, interval_start)
+    shards = plan_shards(settings, cycle)
+    progress(f"cycle {cycle}: {len(shards)} shards to fetch")
+    for i, d in enumerate(shards, 1):
+        fetch(settings, d)
+        progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
+    gate(settings, "fetch", cycle, shards)
+    for d in shards:
+        parse(settings, d)
+    gate(settings, "parse", cycle, shards)
+    update_tables(settings, cycle, shards)
+    gate(settings, "update", cycle)
+    refit_models(settings, cycle)
+    select_needy(settings, cycle)
+    score(settings, cycle)
+    materialize(settings, cycle)
+    gate(settings, "materialize", cycle)
+    summary = close(settings, cycle)
+    progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "
+             f"{summary['new_urls']} new URLs, next batch {summary['next_batch']}")
+    return summary

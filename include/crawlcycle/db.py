@@ -1,0 +1,99 @@
+"""The DuckDB crawl database: connections, migrations, and SQL files from ``sql/``.
+
+Only one process may have the file open at a time (readers included), so every caller opens it
+through :func:`connect`, briefly, and Airflow runs all such tasks in a one-slot pool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from crawlcycle.settings import Settings
+
+SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+_PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
+
+
+@contextmanager
+def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the crawl database with the configured resource limits; closed on exit."""
+    path = Path(settings.db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(settings.data_dir) / "duckdb-tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path), read_only=read_only, config={
+        "memory_limit": settings.duckdb_memory_limit,
+        "threads": settings.duckdb_threads,
+        "temp_directory": str(tmp),
+    })
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+@cache
+def statements(name: str) -> tuple[str, ...]:
+    """The statements of ``sql/<name>.sql``."""
+    text = (SQL_DIR / f"{name}.sql").read_text()
+    # Statements end with ';' at the end of a line; SQL files keep that convention.
+    parts = re.split(r";[ \t]*(?:--[^\n]*)?\n", text + "\n")
+    return tuple(p.strip() for p in parts if _strip_comments(p).strip())
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+
+
+def execute(con: duckdb.DuckDBPyConnection, stmt: str, **params: Any) -> duckdb.DuckDBPyConnection:
+    """Execute one statement, binding only the named ``$params`` it uses (DuckDB rejects extras)."""
+    used = {k: params[k] for k in _PARAM.findall(_strip_comments(stmt)) if k in params}
+    return con.execute(stmt, used or None)
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:
+    """First value of a one-row query, or None; fetches the whole result (DuckDB streams results and
+    a half-read one blocks the connection)."""
+    rows = con.execute(sql, params).fetchall()
+    return rows[0][0] if rows else None
+
+
+def run_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
+    """Run every statement of ``sql/<name>.sql``."""
+    for stmt in statements(name):
+        execute(con, stmt, **params)
+
+
+def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pl.DataFrame:
+    """Result of the single statement in ``sql/<name>.sql`` as a polars frame."""
+    (stmt,) = statements(name)
+    used = {k: params[k] for k in _PARAM.findall(_strip_comments(stmt)) if k in params}
+    return con.sql(stmt, params=used or None).pl()
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Apply pending ``sql/migrations/NNN_*.sql`` in order, then (re)create the views."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "name VARCHAR NOT NULL, applied_at TIMESTAMP DEFAULT current_timestamp)")
+    done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
+    applied = []
+    for path in sorted((SQL_DIR / "migrations").glob("[0-9][0-9][0-9]_*.sql")):
+        version = int(path.name[:3])
+        if version in done:
+            continue
+        con.execute("BEGIN")
+        run_sql(con, f"migrations/{path.stem}")
+        con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, path.stem])
+        con.execute("COMMIT")
+        applied.append(path.stem)
+    for path in sorted((SQL_DIR / "views").glob("*.sql")):
+        run_sql(con, f"views/{path.stem}")
+    return applied

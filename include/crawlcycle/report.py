@@ -1,0 +1,33 @@
+"""Per-cycle summary for people: ``crawlcycle report``."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from crawlcycle.db import connect
+from crawlcycle.settings import Settings
+
+COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
+           "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
+
+
+def cycle_summary(settings: Settings) -> pl.DataFrame:
+    with connect(settings, read_only=True) as con:
+        summary = con.sql("SELECT * FROM v_cycle_summary").pl()
+        stages = con.sql("SELECT cycle, stage_seconds FROM cycles ORDER BY cycle").pl()
+    timing = [", ".join(f"{k} {v:.1f}s" for k, v in json.loads(s or "{}").items()) for s in stages["stage_seconds"]]
+    return summary.select(COLUMNS).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String))
+
+
+def print_report(settings: Settings) -> None:
+    df = cycle_summary(settings)
+    if df.is_empty():
+        print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
+        return
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
+                   tbl_hide_column_data_types=True, fmt_str_lengths=200):
+        print(df.drop("stage_seconds"))
+    for row in df.iter_rows(named=True):
+        print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")

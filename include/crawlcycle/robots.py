@@ -1,0 +1,72 @@
+"""robots.txt rules of one host (RFC 9309), built on Protego.
+
+The same object serves the fetcher (right after fetching robots.txt) and later batch checks, which rebuild
+it from the stored HTTP status and text of the hosts table.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+# A product token ends at the first blank ("User-agent: Foo Bar" is the group of "foo"), as Google's
+# parser reads it; Protego would keep the whole value and match nothing.
+_USER_AGENT_LINE = re.compile(r"^[ \t]*user-?agent[ \t]*:[ \t]*([^\s#]+)[^#\n]*",
+                              re.IGNORECASE | re.MULTILINE)
+# Records Protego does not know end its user-agent run; RFC 9309 says other records must not break a group.
+_RECORD = re.compile(r"^[ \t]*([A-Za-z][A-Za-z -]*?)[ \t]*:.*$", re.MULTILINE)
+_KNOWN_RECORDS = {"user-agent", "useragent", "user agent", "allow", "disallow", "crawl-delay", "crawl delay",
+                  "sitemap", "sitemaps", "site-map", "host", "request-rate", "request rate", "visit-time",
+                  "visit time", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"}
+
+
+def robots_url(url: str) -> str:
+    """The robots.txt URL governing ``url`` (same scheme and authority)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/robots.txt"
+
+
+def _clean(text: str) -> str:
+    text = _USER_AGENT_LINE.sub(r"User-agent: \1", text)
+    return _RECORD.sub(lambda m: m.group(0) if m.group(1).lower() in _KNOWN_RECORDS else "", text)
+
+
+class RobotsRules:
+    """What one robots.txt answer allows for one user-agent token.
+
+    ``status`` is the HTTP status of the last robots.txt hop, or None when it could not be fetched:
+    2xx → the rules of ``text``; 3xx left over (too many redirects) and 4xx → everything allowed;
+    5xx or unreachable → nothing allowed.
+    """
+
+    def __init__(self, status: int | None, text: str | None, token: str) -> None:
+        self.status = status
+        self.token = token
+        self.disallow_all = status is None or status >= 500
+        self._parser = Protego.parse(_clean(text or "")) if 200 <= (status or 0) < 300 else None
+
+    @classmethod
+    def from_stored(cls, status: int | None, text: str | None, token: str) -> RobotsRules:
+        """Rules rebuilt from a hosts row (robots_status, robots_txt), for checks ahead of fetching.
+
+        An unavailable answer (5xx or unreachable) blocks a host for one fetch only and is asked again
+        at the next fetch, so here it allows everything: only a robots.txt that was read excludes URLs early.
+        """
+        if status is None or status >= 500:
+            status, text = 404, None  # read like "no robots.txt": allow all
+        return cls(status, text, token)
+
+    def allowed(self, url: str) -> bool:
+        if self._parser is None:
+            return not self.disallow_all
+        return self._parser.can_fetch(url, self.token)
+
+    @property
+    def crawl_delay(self) -> float | None:
+        return self._parser.crawl_delay(self.token) if self._parser else None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        return list(self._parser.sitemaps) if self._parser else []

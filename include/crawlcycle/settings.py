@@ -1,0 +1,237 @@
+"""One typed settings object for the whole product.
+
+Precedence, lowest to highest: defaults < TOML file < environment (``CRAWLCYCLE_<NAME>``) < CLI flags
+< per-run overrides (DAG params). A bad value raises ``SettingsError`` whose message is one line
+naming the setting and the reason.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import tomllib
+from dataclasses import MISSING, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+ENV_PREFIX = "CRAWLCYCLE_"
+CONFIG_ENV = "CRAWLCYCLE_CONFIG"
+POLICIES = ("random", "bfs", "indegree", "pagerank")
+_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot")
+
+
+class SettingsError(ValueError):
+    """A setting has a bad value; the message names it."""
+
+
+def _s(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class Settings:
+    # storage
+    db_path: str = _s("data/crawl.duckdb", "DuckDB file holding the whole crawl state")
+    data_dir: str = _s("data", "folder for shard files (WARC, Parquet) passed between tasks")
+    duckdb_memory_limit: str = _s("2GB", "DuckDB memory_limit for every connection")
+    duckdb_threads: int = _s(2, "DuckDB threads for every connection")
+    # cycle
+    schedule: str = _s("@daily", "Airflow schedule of crawl_cycle (time-based, so backfills work)")
+    start_date: str = _s("2026-11-01", "first data interval of crawl_cycle (YYYY-MM-DD)")
+    seeds_file: str = _s("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
+    query_log_dir: str = _s("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
+    policy: str = _s("bfs", "ordering policy: " + ", ".join(POLICIES))
+    batch_size: int = _s(400, "URLs fetched per cycle (c)")
+    per_host_cap: int = _s(40, "most URLs of one host in one batch")
+    shards: int = _s(4, "host shards per cycle; each is one mapped fetch/parse task")
+    random_seed: int = _s(7, "seed of the random policy and tie-breaks")
+    # fetching and politeness
+    user_agent: str = _s("", "User-Agent header; must name the crawler and carry a contact URL")
+    robots_token: str = _s("crawlcycle", "user-agent token matched against robots.txt groups")
+    min_delay: float = _s(1.0, "seconds between two requests to one host, at least")
+    max_delay: float = _s(30.0, "cap on the per-host delay; a host asking for more is deferred")
+    delay_factor: float = _s(2.0, "delay >= factor x last response time (adaptive politeness)")
+    connect_timeout: float = _s(5.0, "seconds to connect")
+    read_timeout: float = _s(10.0, "seconds between bytes")
+    total_deadline: float = _s(30.0, "seconds per response, whole body included")
+    max_body_bytes: int = _s(5_000_000, "response bodies are truncated (and marked) beyond this")
+    max_redirects: int = _s(5, "redirect hops followed")
+    robots_ttl: float = _s(86400.0, "seconds a cached robots.txt stays valid")
+    allow_networks: str = _s("", "comma-separated CIDRs exempt from the SSRF guard (e.g. 127.0.0.0/8)")
+    connect_to: str = _s("", "comma-separated HOST=ADDR:PORT pairs (HOST may be *.suffix): connect "
+                         "there instead of resolving HOST, like curl --connect-to (demo web on loopback)")
+    robots_max_bytes: int = _s(512_000, "robots.txt bytes parsed, at most")
+    host_error_limit: int = _s(3, "consecutive errors after which a host's remaining URLs are deferred")
+    fetch_time_limit: float = _s(600.0, "seconds a shard may fetch per cycle; URLs not reached are deferred")
+    fetch_concurrency: int = _s(32, "hosts fetched at once within a shard")
+    retry_limit: int = _s(3, "transient failures of one URL before it is marked gone")
+    # parsing and canonicalization
+    max_url_length: int = _s(256, "longer URLs are rejected")
+    max_urls_per_host: int = _s(10000, "frontier URLs kept per host")
+    sort_query_params: bool = _s(True, "sort query parameters by name")
+    drop_empty_query: bool = _s(True, "drop a bare '?' with no parameters")
+    strip_session_params: bool = _s(True, "strip session-id and tracking parameters (utm_*, sessionid, ...)")
+    drop_index_pages: bool = _s(False, "drop default index pages (index.html, index.php, ...)")
+    max_path_segments: int = _s(16, "URLs with more path segments are rejected (spider trap)")
+    max_segment_repeats: int = _s(3, "URLs repeating one path segment this often are rejected (spider trap)")
+    max_outlinks_per_page: int = _s(1000, "out-links kept per page")
+    parse_workers: int = _s(0, "parser processes per parse task (0 = one per core)")
+    # ranking
+    top_k: int = _s(10, "K: results per query that count as shown")
+    needy_share: float = _s(0.007, "share of the partition's queries kept as needy (top by neediness)")
+    needy_max: int = _s(1000, "most needy queries per cycle")
+    improvability_prior: float = _s(1.0, "improvability of every query until a fit exists")
+    # demo web
+    demo_hosts: int = _s(24, "hosts of the generated demo web")
+    demo_pages: int = _s(2400, "pages of the generated demo web")
+    demo_seed: int = _s(42, "seed of the demo web generator")
+    demo_port: int = _s(8089, "port of the demo web server on loopback")
+    snapshot: str = _s("", "WARC file served by the demo web instead of the generated one")
+
+    def path(self, name: str) -> Path:
+        return Path(getattr(self, name))
+
+    def validate(self) -> Settings:
+        def bad(name: str, why: str) -> None:
+            raise SettingsError(f"setting {name}: {why}")
+
+        for name in ("batch_size", "per_host_cap", "shards", "duckdb_threads", "max_body_bytes",
+                     "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
+                     "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
+                     "max_path_segments", "max_segment_repeats", "max_outlinks_per_page"):
+            if getattr(self, name) < 1:
+                bad(name, f"must be at least 1, got {getattr(self, name)}")
+        for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
+                     "total_deadline", "robots_ttl", "max_redirects"):
+            if getattr(self, name) < 0:
+                bad(name, f"must not be negative, got {getattr(self, name)}")
+        if self.max_delay < self.min_delay:
+            bad("max_delay", f"must be >= min_delay ({self.min_delay}), got {self.max_delay}")
+        if self.policy not in POLICIES:
+            bad("policy", f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
+        ua = self.user_agent
+        if not ua or not ("http://" in ua or "https://" in ua or "@" in ua):
+            bad("user_agent", "required, and must carry a contact URL or e-mail, "
+                "e.g. 'crawlcycle/0.1 (+https://example.org/crawler)'")
+        for cidr in self.allow_networks_list():
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                bad("allow_networks", f"{cidr!r} is not a CIDR network")
+        try:
+            self.connect_to_map()
+        except ValueError as e:
+            bad("connect_to", str(e))
+        if not (1 <= self.demo_port <= 65535):
+            bad("demo_port", f"must be a TCP port, got {self.demo_port}")
+        return self
+
+    def allow_networks_list(self) -> list[str]:
+        return [c.strip() for c in self.allow_networks.split(",") if c.strip()]
+
+    def connect_to_map(self) -> dict[str, tuple[str, int]]:
+        """HOST (or '*.suffix') -> (address, port) from the connect_to setting."""
+        out: dict[str, tuple[str, int]] = {}
+        for pair in filter(None, (p.strip() for p in self.connect_to.split(","))):
+            host, sep, target = pair.partition("=")
+            addr, colon, port = target.strip().rpartition(":")
+            if not sep or not colon or not port.isdigit():
+                raise ValueError(f"{pair!r} is not HOST=ADDR:PORT")
+            ipaddress.ip_address(addr.strip("[]"))
+            out[host.strip().lower()] = (addr.strip("[]"), int(port))
+        return out
+
+    def connect_target(self, host: str) -> tuple[str, int] | None:
+        """Where to connect for ``host`` per connect_to, or None to resolve it normally."""
+        table = self.connect_to_map()
+        host = host.lower()
+        if host in table:
+            return table[host]
+        for pattern, target in table.items():
+            if pattern.startswith("*.") and host.endswith(pattern[1:]):
+                return target
+        return None
+
+
+SETTING_NAMES = tuple(f.name for f in fields(Settings))
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    f = next(f for f in fields(Settings) if f.name == name)
+    kind = type(f.default) if f.default is not MISSING else str
+    try:
+        if kind is bool:
+            if isinstance(raw, str):
+                return raw.strip().lower() in ("1", "true", "yes", "on")
+            return bool(raw)
+        if kind is int and isinstance(raw, float) and not raw.is_integer():
+            raise ValueError
+        return kind(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r}") from None
+
+
+def _apply(base: dict[str, Any], values: dict[str, Any], source: str) -> None:
+    for key, raw in values.items():
+        name = key.lower().replace("-", "_")
+        if name not in SETTING_NAMES:
+            raise SettingsError(f"setting {key}: unknown setting (from {source})")
+        if raw is None:
+            continue
+        base[name] = _coerce(name, raw)
+
+
+def load_settings(config: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
+                  environ: dict[str, str] | None = None) -> Settings:
+    """Build validated settings from the TOML file, the environment and explicit overrides.
+
+    Relative paths in the TOML file are resolved against the file's folder, so Airflow workers
+    started anywhere find the same files.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    config = config or environ.get(CONFIG_ENV)
+    base_dir = Path.cwd()
+    if config:
+        cfg = Path(config)
+        if not cfg.is_file():
+            raise SettingsError(f"setting config: file {cfg} does not exist")
+        try:
+            data = tomllib.loads(cfg.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise SettingsError(f"setting config: {cfg} is not valid TOML ({e})") from None
+        _apply(values, data.get("crawlcycle", data), str(cfg))
+        base_dir = cfg.resolve().parent
+    env_values = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
+                  if k.startswith(ENV_PREFIX) and k != CONFIG_ENV}
+    _apply(values, env_values, "environment")
+    _apply(values, overrides or {}, "overrides")
+    settings = Settings(**values)
+    resolved = {n: str((base_dir / getattr(settings, n)).resolve())
+                for n in _PATH_SETTINGS if getattr(settings, n)}
+    return replace(settings, **resolved).validate()
+
+
+def with_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """Per-run overrides (DAG params) on top of loaded settings."""
+    values: dict[str, Any] = {}
+    _apply(values, overrides, "run parameters")
+    return replace(settings, **values).validate()
+
+
+def write_toml(settings: Settings, path: Path) -> None:
+    """Write every setting to a TOML file that :func:`load_settings` reads back to equal settings."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["[crawlcycle]"]
+    for name in SETTING_NAMES:
+        value = getattr(settings, name)
+        text = json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) \
+            else repr(value)
+        lines.append(f"{name} = {text}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def describe() -> list[tuple[str, Any, str]]:
+    """(name, default, help) of every setting, for the README and `--help`."""
+    return [(f.name, f.default, f.metadata["help"]) for f in fields(Settings)]

@@ -1,0 +1,81 @@
+"""The single writer: merge every shard's fetch and parse output into DuckDB in one transaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from crawlcycle.canonical import host_of
+from crawlcycle.db import run_sql
+from crawlcycle.settings import Settings
+
+PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description", "lang", "content_hash",
+                "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
+
+
+def _read(dirs: list[Path], name: str, shard_column: bool = False) -> pl.DataFrame:
+    frames = []
+    for d in dirs:
+        df = pl.read_parquet(d / name)
+        if shard_column:
+            df = df.with_columns(shard=pl.lit(shard_index(d), dtype=pl.Int32))
+        frames.append(df)
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+
+
+def shard_index(shard_dir: Path) -> int:
+    return int(Path(shard_dir).name.rsplit("-", 1)[1])
+
+
+def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
+    """URLs this cycle discovered, in discovery order: followed links, then redirect targets."""
+    followed = links.filter(~pl.col("nofollow")).select(url="dst", source=pl.lit("link"))
+    redirected = (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
+                  .select(url="final_url", source=pl.lit("redirect")))
+    new = pl.concat([followed, redirected]).with_row_index("seq")
+    return new.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
+
+
+def redirect_links(fetch_log: pl.DataFrame) -> pl.DataFrame:
+    """A redirect is stored as a link from the requested URL to its target (empty anchor)."""
+    return (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
+            .select(src="url", dst="final_url", anchor=pl.lit(""), context=pl.lit("redirect"),
+                    nofollow=pl.lit(False)))
+
+
+def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:
+    """Replace cycle ``cycle``'s output in the tables with the shards' files; return counts."""
+    dirs = sorted(Path(d) for d in shard_dirs)
+    fetch_log = _read(dirs, "fetch_log.parquet", shard_column=True)
+    pages = _read(dirs, "pages.parquet")
+    links = _read(dirs, "links.parquet")
+    con.execute("BEGIN")
+    try:
+        run_sql(con, "stages/rollback_cycle", cycle=cycle)
+        if fetch_log.height:
+            con.register("s_fetch_log", fetch_log)
+            con.register("s_requests", _read(dirs, "requests.parquet"))
+            con.register("s_hosts", _read(dirs, "hosts.parquet"))
+            run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
+            fetched = pages.filter(pl.col("status").is_between(200, 299)).select(PAGE_COLUMNS).with_columns(
+                host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
+            all_links = pl.concat([links.select("src", "dst", "anchor", "context", "nofollow"),
+                                   redirect_links(fetch_log)], how="vertical_relaxed")
+            con.register("s_pages", fetched)
+            con.register("s_links", all_links.unique(["src", "dst", "anchor"], keep="first", maintain_order=True))
+            con.register("s_new", discovered_urls(fetch_log, all_links))
+            run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host)
+        run_sql(con, "stages/cycle_figures", cycle=cycle)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_pages", "s_links", "s_new"):
+            try:
+                con.unregister(name)
+            except duckdb.Error:
+                pass
+    return {"fetch_rows": fetch_log.height, "pages": pages.height, "links": links.height}

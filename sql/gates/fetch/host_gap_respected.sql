@@ -1,0 +1,11 @@
+-- Politeness: consecutive requests to one host start at least the host's delay apart
+-- (min_delay or its Crawl-delay, capped by max_delay; 10 ms allowed for clock granularity).
+WITH r AS (
+    SELECT host, url, started_at,
+           started_at - lag(started_at) OVER (PARTITION BY host ORDER BY started_at) AS gap
+    FROM g_requests
+)
+SELECT r.host, r.url, round(r.gap, 3) AS gap,
+       least($max_delay, greatest($min_delay, coalesce(h.crawl_delay, 0))) AS required
+FROM r LEFT JOIN g_hosts h USING (host)
+WHERE r.gap IS NOT NULL AND r.gap < least($max_delay, greatest($min_delay, coalesce(h.crawl_delay, 0))) - 0.01;

@@ -1,0 +1,18 @@
+-- Undo what a previous run of cycle $cycle wrote, so a re-run replaces its output exactly.
+UPDATE frontier f SET attempts = f.attempts - 1
+FROM fetch_log l
+WHERE l.cycle = $cycle AND l.url = f.url AND l.outcome IN ('retry_pending', 'gone') AND l.error_class IS NOT NULL
+  AND f.attempts > 0;
+UPDATE frontier SET status = 'unfetched', status_cycle = NULL, retry_after_cycle = NULL
+WHERE status_cycle = $cycle;
+DELETE FROM frontier WHERE first_seen_cycle = $cycle;
+DELETE FROM links WHERE cycle = $cycle;
+DELETE FROM pages WHERE cycle = $cycle;
+DELETE FROM fetch_log WHERE cycle = $cycle;
+DELETE FROM fetch_requests WHERE cycle = $cycle;
+DELETE FROM query_results WHERE cycle = $cycle;
+DELETE FROM needy_queries WHERE cycle = $cycle;
+DELETE FROM model_runs WHERE cycle = $cycle;
+DELETE FROM frontier_scores WHERE cycle = $cycle;
+DELETE FROM batches WHERE cycle = $cycle + 1;
+DELETE FROM dq_results WHERE cycle = $cycle AND gate <> 'begin';
