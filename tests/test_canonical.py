@@ -120,6 +120,7 @@ def test_optional_rules_follow_settings():
     assert canonicalize("http://x.test/a?", None, PLAIN) == "http://x.test/a?"
     assert canonicalize("http://x.test/a?utm_medium=m", None, settings()) == "http://x.test/a"
     assert canonicalize("http://x.test/Default.ASPX", None, settings(drop_index_pages=True)) == "http://x.test/"
+    assert canonicalize("http://x.test/a/.;jsessionid=1/b", None, settings()) == "http://x.test/a/b"
 
 
 @pytest.mark.parametrize(("url", "why"), [

@@ -250,7 +250,7 @@ def canonicalize(url: str, base: str | None = None, settings: Settings | None = 
     scheme, netloc, path, query = _split(url, _base(base) if base else None)
 
     if s.strip_session_params and ";" in path:
-        path = _SESSION_PATH.sub("", path)
+        path = _remove_dot_segments(_SESSION_PATH.sub("", path))  # '/.;sid=1/' leaves a dot segment
     if s.drop_index_pages and "." in path:
         path = _INDEX_PAGE.sub("/", path)
     last = path[path.rfind("/") + 1:].partition(";")[0]

@@ -100,6 +100,17 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return demo.run_ui(_settings(args))
 
 
+def cmd_sql(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from crawlcycle.db import connect
+
+    with connect(_settings(args), read_only=True) as con, pl.Config(tbl_rows=args.rows, tbl_cols=-1,
+                                                                     tbl_width_chars=200, fmt_str_lengths=80):
+        print(con.sql(args.query).pl())
+    return 0
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     settings = _settings(args)
     for name in SETTING_NAMES:
@@ -140,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("demo", cmd_demo, "fresh demo: demo web + Airflow, backfill N cycles, print the report")
     p.add_argument("--cycles", type=int, default=3, help="cycles to run (default 3)")
     add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C")
+    p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result")
+    p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
+    p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
     add("settings", cmd_settings, "print every setting as resolved from file, environment and flags")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
     return parser

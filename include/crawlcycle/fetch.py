@@ -16,6 +16,7 @@ Output, each file written to a temporary name and then renamed into place:
 
 from __future__ import annotations
 
+import functools
 import http.client
 import io
 import ipaddress
@@ -23,11 +24,12 @@ import os
 import re
 import socket
 import ssl
-import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
@@ -35,6 +37,7 @@ from urllib.parse import quote, urlsplit
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.canonical import UrlRejected, canonicalize, host_of
@@ -60,7 +63,7 @@ _ERROR_OUTCOME = {
 ERROR_CLASSES = (*_ERROR_OUTCOME, "http_error", "too_large")
 _REDIRECTS = (301, 302, 303, 307, 308)
 _TRANSIENT = ("timeout", "connection", "dns")
-_MEDIA_TYPE = re.compile(r"[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+")
+_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*")
 _CODINGS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 FETCH_LOG_SCHEMA = pa.schema([
@@ -121,19 +124,20 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path,
     rows: dict[str, dict] = {}
     by_host: dict[str, list[str]] = {}
     for url in dict.fromkeys(urls):
-        if _valid_url(url):
-            by_host.setdefault(host_of(url), []).append(url)
+        host = _fetchable_host(url)
+        if host:
+            by_host.setdefault(host, []).append(url)
         else:
             rows[url] = _finish(_row(url, host_of(url), error_class="bad_scheme"))
     warc_path = out_dir / "responses.warc.gz"
     host_rows = []
     with _replacing(warc_path) as tmp, open(tmp, "wb") as warc_file:
         shard = _Shard(settings, WARCWriter(warc_file, gzip=True))
-        workers = max(1, min(settings.fetch_concurrency, len(by_host)))
-        with ThreadPoolExecutor(workers, thread_name_prefix="fetch") as pool:
-            # Hosts with the most URLs start first: they bound the shard's finish time.
-            order = sorted(by_host, key=lambda h: (-len(by_host[h]), h))
-            jobs = [pool.submit(_HostRun(shard, h, cached.get(h, {})).crawl, by_host[h]) for h in order]
+        # Hosts with the most URLs start first: they bound the shard's finish time.
+        runs = [_HostRun(shard, h, cached.get(h, {})) for h in sorted(by_host, key=lambda h: (-len(by_host[h]), h))]
+        with ThreadPoolExecutor(max(1, min(settings.fetch_concurrency, len(runs))), "fetch") as pool:
+            jobs = [pool.submit(run.crawl, by_host[run.host]) for run in runs]
+            shard.go.set()  # all workers exist: starting them is not slowed down by the first requests
             for job in jobs:
                 url_rows, host_row = job.result()
                 rows.update((r["url"], r) for r in url_rows)
@@ -151,13 +155,14 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path,
                        len(shard.requests), outcomes)
 
 
-def _valid_url(url: str) -> bool:
+def _fetchable_host(url: str) -> str | None:
+    """The host (as ``host_of`` gives it) of an http(s) URL with a valid authority, else None."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
+        return None
+    return parts.hostname if parts.scheme in ("http", "https") and parts.hostname else None
 
 
 def _row(url: str, host: str, **values: object) -> dict:
@@ -175,23 +180,15 @@ def _finish(row: dict) -> dict:
     return row
 
 
-class _replacing:
+@contextmanager
+def _replacing(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path``, renamed onto it on success and removed on failure."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __enter__(self) -> Path:
-        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        self.tmp = Path(name)
-        return self.tmp
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _write_parquet(path: Path, rows: list[dict], schema: pa.Schema) -> None:
@@ -208,10 +205,10 @@ class _Exchange:
     finished: float = 0.0
     contacted: bool = False          # a connection was attempted (counts for politeness)
     ip: str | None = None
-    request: bytes = b""             # request head, once sent
+    request: StatusAndHeaders | None = None   # request line and headers, once sent
     status: int | None = None
     headers: Message = field(default_factory=Message)
-    head: bytes = b""                # response head as stored, once the body is read
+    head: StatusAndHeaders | None = None      # response head as stored, once the body is read
     body: bytes = b""
     truncated: bool = False
     error: str | None = None
@@ -238,11 +235,13 @@ class _DeadlineReader(io.RawIOBase):
         return io.BufferedReader(self)
 
 
-def _address(host: str, port: int, settings: Settings) -> tuple[str, int]:
-    """Where to connect for ``host``: the connect_to target, else the first DNS answer (IPv4 first)."""
-    target = settings.connect_target(host)
-    if target:
-        return target
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def _resolve(host: str, port: int) -> tuple[str, int]:
+    """The first DNS answer for ``host``, IPv4 first."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     infos.sort(key=lambda info: info[0] != socket.AF_INET)
     return infos[0][4][0], port
@@ -258,13 +257,13 @@ def _blocked(ip: str, allowed: list[ipaddress.IPv4Network | ipaddress.IPv6Networ
     return not addr.is_global or addr.is_multicast
 
 
-def _request_head(url: str, settings: Settings) -> bytes:
+def _request_head(url: str, settings: Settings) -> StatusAndHeaders:
     parts = urlsplit(url)
     target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~") + (f"?{parts.query}" if parts.query else "")
-    lines = [f"GET {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
-             f"User-Agent: {settings.user_agent}", "Accept: text/html,application/xhtml+xml,*/*;q=0.8",
-             "Accept-Encoding: gzip, deflate", "Connection: close"]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii", "replace")
+    return StatusAndHeaders(f"GET {target} HTTP/1.1", [
+        ("Host", parts.netloc.rpartition("@")[2]), ("User-Agent", settings.user_agent),
+        ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"), ("Accept-Encoding", "gzip, deflate"),
+        ("Connection", "close")], is_http_request=True)
 
 
 def _read_body(resp: http.client.HTTPResponse, max_bytes: int) -> tuple[bytes, bool, bool]:
@@ -285,58 +284,17 @@ def _read_body(resp: http.client.HTTPResponse, max_bytes: int) -> tuple[bytes, b
     return bytes(out), False, decoder is not None
 
 
-def _stored_head(resp: http.client.HTTPResponse, length: int, decoded: bool) -> bytes:
+def _stored_head(resp: http.client.HTTPResponse, length: int, decoded: bool) -> StatusAndHeaders:
     """Response head matching the stored (decoded, maybe truncated) body."""
-    lines = [f"HTTP/{'1.0' if resp.version == 10 else '1.1'} {resp.status} {resp.reason}"]
+    headers = []
     for name, value in resp.msg.items():
         if name.lower() in ("transfer-encoding", "content-length") or \
                 (decoded and name.lower() == "content-encoding"):
             name = f"X-Crawler-{name}"
-        lines.append(f"{name}: {value}")
-    lines.append(f"Content-Length: {length}")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
-
-
-def _exchange(url: str, settings: Settings, allowed_nets: list, tls: ssl.SSLContext, max_bytes: int,
-              call_deadline: float) -> _Exchange:
-    """One GET over a fresh connection, every step bounded; failures end up in ``error``."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    ex = _Exchange(url, started=time.time())
-    sock = None
-    try:
-        ip, port = _address(parts.hostname or "", port, settings)
-        if _blocked(ip, allowed_nets):
-            ex.error = "ssrf_blocked"
-            return ex
-        ex.ip, ex.contacted = ip, True
-        deadline = min(ex.started + settings.total_deadline, call_deadline)
-        sock = socket.create_connection((ip, port), timeout=max(0.001, min(settings.connect_timeout,
-                                                                           deadline - time.time())))
-        if parts.scheme == "https":
-            sock = tls.wrap_socket(sock, server_hostname=parts.hostname)
-        head = _request_head(url, settings)
-        sock.sendall(head)
-        ex.request = head
-        resp = http.client.HTTPResponse(_DeadlineReader(sock, settings.read_timeout, deadline),  # type: ignore
-                                        method="GET")
-        resp.begin()
-        ex.status, ex.headers = resp.status, resp.msg
-        ex.body, ex.truncated, decoded = _read_body(resp, max_bytes)
-        ex.head = _stored_head(resp, len(ex.body), decoded)
-    except socket.gaierror:
-        ex.error = "dns"
-    except TimeoutError:
-        ex.error = "timeout"
-    except zlib.error:
-        ex.error = "bad_encoding"
-    except (OSError, http.client.HTTPException):
-        ex.error = "connection"
-    finally:
-        if sock is not None:
-            sock.close()
-        ex.finished = time.time()
-    return ex
+        headers.append((name, value))
+    headers.append(("Content-Length", str(length)))
+    return StatusAndHeaders(f"{resp.status} {resp.reason}", headers,
+                            protocol="HTTP/1.0" if resp.version == 10 else "HTTP/1.1")
 
 
 # --- one shard, one host -----------------------------------------------------------------------------
@@ -351,14 +309,21 @@ class _Shard:
     def __init__(self, settings: Settings, warc: WARCWriter) -> None:
         self.settings = settings
         self.allowed_nets = [ipaddress.ip_network(c, strict=False) for c in settings.allow_networks_list()]
-        self.tls = ssl.create_default_context()
         self.deadline = time.time() + settings.fetch_time_limit
         self.warc = warc
         self.lock = threading.Lock()
+        self.go = threading.Event()
         self.requests: list[dict] = []
+        self.targets: dict[str, tuple[str, int] | None] = {}  # connect_to answers, per host
+
+    def address(self, host: str, port: int) -> tuple[str, int]:
+        """Where to connect for ``host``: its connect_to target, else the first DNS answer."""
+        if host not in self.targets:
+            self.targets[host] = self.settings.connect_target(host)
+        return self.targets[host] or _resolve(host, port)
 
     def exchange(self, url: str, max_bytes: int) -> _Exchange:
-        ex = _exchange(url, self.settings, self.allowed_nets, self.tls, max_bytes, self.deadline)
+        ex = self._get(url, max_bytes)
         with self.lock:
             if ex.contacted:
                 self.requests.append({"host": host_of(url), "url": url, "started_at": ex.started,
@@ -368,25 +333,64 @@ class _Shard:
                 self._write(ex)
         return ex
 
+    def _get(self, url: str, max_bytes: int) -> _Exchange:
+        """One GET over a fresh connection, every step bounded; failures end up in ``error``."""
+        s = self.settings
+        parts = urlsplit(url)
+        ex = _Exchange(url, started=time.time())
+        sock = None
+        try:
+            ip, port = self.address(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
+            if _blocked(ip, self.allowed_nets):
+                ex.error = "ssrf_blocked"
+                return ex
+            ex.ip, ex.contacted = ip, True
+            deadline = min(ex.started + s.total_deadline, self.deadline)
+            sock = socket.create_connection((ip, port), timeout=max(0.001, min(s.connect_timeout,
+                                                                               deadline - time.time())))
+            if parts.scheme == "https":
+                sock = _tls().wrap_socket(sock, server_hostname=parts.hostname)
+            head = _request_head(url, s)
+            sock.sendall(head.to_bytes())
+            ex.request = head
+            resp = http.client.HTTPResponse(_DeadlineReader(sock, s.read_timeout, deadline),  # type: ignore
+                                            method="GET")
+            resp.begin()
+            ex.status, ex.headers = resp.status, resp.msg
+            ex.body, ex.truncated, decoded = _read_body(resp, max_bytes)
+            ex.head = _stored_head(resp, len(ex.body), decoded)
+        except socket.gaierror:
+            ex.error = "dns"
+        except TimeoutError:
+            ex.error = "timeout"
+        except zlib.error:
+            ex.error = "bad_encoding"
+        except (OSError, http.client.HTTPException):
+            ex.error = "connection"
+        finally:
+            if sock is not None:
+                sock.close()
+            ex.finished = time.time()
+        return ex
+
     def _write(self, ex: _Exchange) -> None:
         common = {"WARC-Date": _warc_date(ex.started), "WARC-IP-Address": ex.ip or ""}
-        request = self.warc.create_warc_record(ex.url, "request", payload=io.BytesIO(ex.request),
-                                               length=len(ex.request), warc_headers_dict=dict(common))
+        request = self.warc.create_warc_record(ex.url, "request", payload=io.BytesIO(), length=0,
+                                               http_headers=ex.request, warc_headers_dict=dict(common))
         self.warc.write_record(request)
         if ex.head:
             headers = dict(common, **{"WARC-Concurrent-To": request.rec_headers["WARC-Record-ID"]})
             if ex.truncated:
                 headers["WARC-Truncated"] = "length"
-            payload = ex.head + ex.body
             self.warc.write_record(self.warc.create_warc_record(
-                ex.url, "response", payload=io.BytesIO(payload), length=len(payload),
+                ex.url, "response", payload=io.BytesIO(ex.body), length=len(ex.body), http_headers=ex.head,
                 warc_headers_dict=headers))
 
     def target_blocked(self, url: str) -> bool:
         """SSRF check of a redirect target that is not followed now (unresolvable: decided when fetched)."""
         parts = urlsplit(url)
         try:
-            ip, _ = _address(parts.hostname or "", parts.port or 80, self.settings)
+            ip, _ = self.address(parts.hostname or "", parts.port or 80)
         except OSError:
             return False
         return _blocked(ip, self.allowed_nets)
@@ -398,6 +402,8 @@ class _HostRun:
     def __init__(self, shard: _Shard, host: str, cached: dict) -> None:
         self.shard, self.settings, self.host = shard, shard.settings, host
         self.pol = HostPoliteness(shard.settings)
+        if cached.get("last_response_ms") is not None:  # kept when this call sends nothing
+            self.pol.last_response = cached["last_response_ms"] / 1000.0
         self.stop: str | None = None           # error class of every URL not fetched from here on
         self.errors = 0                         # consecutive errors in this call
         self.carried_errors = cached.get("errors") or 0
@@ -407,6 +413,7 @@ class _HostRun:
         self.info = {k: cached.get(k) for k in ("robots_status", "robots_fetched_at", "robots_txt")}
 
     def crawl(self, urls: list[str]) -> tuple[list[dict], dict]:
+        self.shard.go.wait()
         rules = self._robots(urls[0]) if self.stop is None else None
         rows = []
         for url in urls:
@@ -426,7 +433,7 @@ class _HostRun:
     def _request(self, url: str, max_bytes: int) -> _Exchange | None:
         """One request at the first moment politeness allows; None (and stop) if past the time limit."""
         start = self.pol.next_allowed()
-        if start >= self.shard.deadline:
+        if max(start, time.time()) >= self.shard.deadline:
             self.stop = "deferred"
             return None
         while (left := start - time.time()) > 0:

@@ -15,4 +15,3 @@ DELETE FROM needy_queries WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE cycle = $cycle;
 DELETE FROM batches WHERE cycle = $cycle + 1;
-DELETE FROM dq_results WHERE cycle = $cycle AND gate <> 'begin';
