@@ -25,6 +25,7 @@ def _run() -> object:
     dag_id="crawl_cycle",
     schedule=settings.schedule,
     start_date=pendulum.parse(settings.start_date),
+    end_date=pendulum.parse(settings.end_date) if settings.end_date else None,
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=10)},

@@ -46,7 +46,7 @@ def demo_settings(tmp_path: Path, demo_web: DemoWeb, port: int, **overrides: obj
         "min_delay": 0.01, "max_delay": 1.0, "delay_factor": 0.5, "db_path": str(tmp_path / "crawl.duckdb"),
         "data_dir": str(tmp_path / "data"), "seeds_file": str(demo_web.seeds),
         "query_log_dir": str(demo_web.query_log_dir), "batch_size": 120, "per_host_cap": 20, "shards": 3,
-        "start_date": "2026-11-01", "parse_workers": 1,
+        "start_date": "2026-11-01", "end_date": "2026-11-03", "parse_workers": 1,
     }
     values.update(overrides)
     return load_settings(overrides=values, environ={})

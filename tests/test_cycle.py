@@ -100,3 +100,11 @@ def test_a_gate_stops_a_bad_batch(settings: Settings) -> None:
         con.execute("INSERT INTO batches SELECT 2, url, host, 999, 'bfs', 0, NULL FROM pages LIMIT 2")
     with pytest.raises(GateFailed, match=r"batch_not_crawled: 2 rows"):
         cycle.gate(settings, "materialize", 1)
+
+
+def test_a_cycle_waits_for_the_one_before(settings: Settings) -> None:
+    cycle.init(settings)
+    assert cycle.begin(settings, DAY1) == 1
+    with pytest.raises(cycle.CycleOrderError, match=r"cycle 1 \(interval 2026-11-01\) has not finished"):
+        cycle.begin(settings, DAY2)
+    assert cycle.begin(settings, DAY1) == 1  # the unfinished interval itself may run again

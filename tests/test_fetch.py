@@ -136,11 +136,14 @@ def test_trickling_body_is_cut_at_the_total_deadline(server: FaultServer, tmp_pa
 
 def test_hung_connection_times_out_on_read(server: FaultServer, tmp_path: Path) -> None:
     server.route("hung.test", "/", hang())
+    server.route("hung.test", "/after", page("after"))
     s = settings_for(server, read_timeout=0.3, total_deadline=3.0)
-    log, requests, _ = run(["http://hung.test/"], s, tmp_path)
+    log, requests, _ = run(["http://hung.test/", "http://hung.test/after"], s, tmp_path)
     row = log["http://hung.test/"]
     assert (row["error_class"], row["outcome"]) == ("timeout", "retry_pending")
     assert 300 <= row["elapsed_ms"] < 1500  # the read timeout, well before the total deadline
+    assert log["http://hung.test/after"]["outcome"] == "fetched"
+    assert gaps(requests, "hung.test")[-1] >= 0.3  # delay_factor 1.0 x the 0.3 s spent waiting
     records = warc_records(tmp_path / "responses.warc.gz")
     assert [(t, u) for t, u, _, _ in records if u == row["url"]] == [("request", row["url"])]
 
@@ -152,7 +155,7 @@ def test_gzip_bomb_is_stopped_at_the_size_limit(server: FaultServer, tmp_path: P
     run(["http://bomb.test/warm"], s, tmp_path)
     tracemalloc.start()
     try:
-        log, _, _ = run(["http://bomb.test/bomb"], s, tmp_path)
+        log, requests, _ = run(["http://bomb.test/bomb"], s, tmp_path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -163,6 +166,7 @@ def test_gzip_bomb_is_stopped_at_the_size_limit(server: FaultServer, tmp_path: P
     (headers, body), = [(h, b) for t, u, h, b in warc_records(tmp_path / "responses.warc.gz")
                         if t == "response" and u == row["url"]]
     assert headers["WARC-Truncated"] == "length" and body == b"\0" * 50_000
+    assert min(gaps(requests, "bomb.test")) >= 0.1
 
 
 def test_redirects_loops_and_limits(server: FaultServer, tmp_path: Path) -> None:
@@ -180,7 +184,7 @@ def test_redirects_loops_and_limits(server: FaultServer, tmp_path: Path) -> None
     log, requests, _ = run(urls, s, tmp_path)
     got = {u.removeprefix("http://loop.test"): (r["outcome"], r["error_class"], r["status"])
            for u, r in log.items()}
-    assert got == {"/self": ("gone", "redirect_loop", 302), "/hop1": ("fetched", None, 200),
+    assert got == {"/self": ("gone", "redirect_loop", 302), "/hop1": ("redirected_permanent", None, 200),
                    "/endless/": ("gone", "too_many_redirects", 302),
                    "/away": ("redirected_permanent", None, 301), "/temp": ("redirected_temporary", None, 303),
                    "/ftp": ("gone", "bad_scheme", 302), "/nowhere": ("gone", "bad_redirect", 302)}
@@ -216,7 +220,8 @@ def test_robots_errors_allow_or_block_the_host(server: FaultServer, tmp_path: Pa
     urls = ["http://r500.test/p", "http://rhang.test/p", "http://r404.test/p", "http://rredir.test/no",
             "http://rredir.test/yes"]
     s = settings_for(server)
-    log, _, hosts = run(urls, s, tmp_path)
+    log, requests, hosts = run(urls, s, tmp_path)
+    assert min(gaps(requests, "r404.test") + gaps(requests, "rredir.test")) >= 0.1
     assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
         "http://r500.test/p": ("deferred", "robots_unavailable"),
         "http://rhang.test/p": ("deferred", "robots_unavailable"),
@@ -254,10 +259,10 @@ def test_retry_after_waits_or_backs_off(server: FaultServer, tmp_path: Path) -> 
 
 def test_connection_reset_mid_body(server: FaultServer, tmp_path: Path) -> None:
     server.route("reset.test", "/", reset_mid_body())
-    log, _, hosts = run(["http://reset.test/"], settings_for(server), tmp_path)
+    log, requests, hosts = run(["http://reset.test/"], settings_for(server), tmp_path)
     row = log["http://reset.test/"]
     assert (row["error_class"], row["outcome"], row["final_url"]) == ("connection", "retry_pending", None)
-    assert hosts["reset.test"]["errors"] == 1
+    assert hosts["reset.test"]["errors"] == 1 and min(gaps(requests, "reset.test")) >= 0.1
 
 
 def test_content_type_is_recorded_as_declared(server: FaultServer, tmp_path: Path) -> None:
@@ -266,10 +271,11 @@ def test_content_type_is_recorded_as_declared(server: FaultServer, tmp_path: Pat
     server.route("types.test", "/none", page("no type", content_type=None))
     server.route("types.test", "/up", page("upper", content_type="APPLICATION/XHTML+XML ;charset=x"))
     urls = [f"http://types.test/{p}" for p in ("png", "junk", "none", "up")]
-    log, _, _ = run(urls, settings_for(server, min_delay=0.05), tmp_path)
+    log, requests, _ = run(urls, settings_for(server, min_delay=0.05), tmp_path)
     assert {u.rsplit("/", 1)[1]: (r["outcome"], r["content_type"]) for u, r in log.items()} == {
         "png": ("fetched", "image/png"), "junk": ("fetched", None), "none": ("fetched", None),
         "up": ("fetched", "application/xhtml+xml")}
+    assert len(requests) == 5 and min(gaps(requests, "types.test")) >= 0.05
 
 
 def test_slow_host_gets_a_longer_delay(server: FaultServer, tmp_path: Path) -> None:
@@ -295,6 +301,7 @@ def test_ssrf_guard_blocks_private_targets(server: FaultServer, tmp_path: Path) 
     direct = log[urls[1]]
     assert (direct["outcome"], direct["error_class"], direct["started_at"]) == ("gone", "ssrf_blocked", None)
     assert {h for _, h, _ in server.hits} == {"pub.test"} and {r["host"] for r in requests} == {"pub.test"}
+    assert min(gaps(requests, "pub.test")) >= 0.1
     # No allow-list: loopback is refused before any connection.
     server.hits.clear()
     log, requests, _ = run(["http://pub.test/jump"], settings_for(server, allow_networks=""), tmp_path / "b")
@@ -309,6 +316,7 @@ def test_consecutive_errors_defer_the_rest_of_the_host(server: FaultServer, tmp_
     assert [(r["outcome"], r["error_class"]) for r in log.values()] == \
         [("retry_pending", "http_error")] * 3 + [("deferred", "host_errors")] * 3
     assert len(requests) == 4 and hosts["broken.test"]["errors"] == 3
+    assert min(gaps(requests, "broken.test")) >= 0.1
 
 
 def test_crawl_delay_beyond_the_cap_defers_the_host(server: FaultServer, tmp_path: Path) -> None:
@@ -349,4 +357,4 @@ def test_bad_input_urls_and_missing_pages(server: FaultServer, tmp_path: Path) -
     assert {u: (r["outcome"], r["error_class"], r["status"]) for u, r in log.items()} == {
         "ftp://gone.test/file": ("gone", "bad_scheme", None), "http:///nohost": ("gone", "bad_scheme", None),
         "http://gone.test/missing": ("gone", "http_error", 404), "http://gone.test/old": ("gone", "http_error", 410)}
-    assert len(requests) == 3
+    assert len(requests) == 3 and min(gaps(requests, "gone.test")) >= 0.1

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from warcio.archiveiterator import ArchiveIterator
-from warcio.warcwriter import WARCWriter
-
 from crawlcycle.canonical import canonicalize
 from crawlcycle.parse import LINKS_SCHEMA, PAGES_SCHEMA, REASONS, REJECTS_SCHEMA, parse_warcs
 from crawlcycle.settings import load_settings
 from crawlcycle.simhash import NearDuplicateIndex, hamming, simhash
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
 
 CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
@@ -86,7 +85,8 @@ def awkward(tmp_path_factory):
             "<title> Guide \n page </title><meta name='description' content='All about guides'>"
             "<link rel='canonical' href='/main?utm_source=feed'>", lang="de-AT")),
         resp("http://a.test/latin1", article("Un café très crème " + filler("1")).encode("cp1252")),
-        resp("http://a.test/bom", b"\xef\xbb\xbf" + article("Naïve résumé " + filler("2")).encode("utf-8"), ctype="text/html"),
+        resp("http://a.test/bom", b"\xef\xbb\xbf" + article("Naïve résumé " + filler("2")).encode("utf-8"),
+             ctype="text/html"),
         resp("http://a.test/utf16", b"\xff\xfe" + article("Grüße aus Köln " + filler("3")).encode("utf-16-le"),
              ctype="text/html"),
         resp("http://a.test/meta-charset", html(

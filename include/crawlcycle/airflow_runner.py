@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,10 @@ class AirflowStack:
         self.home = home
         self.port = port
         self.env = {**os.environ, **airflow_env(home, port, config)}
+        # `airflow standalone` starts its components as `airflow ...` found on PATH.
+        self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
+        # Scheduler and API server must sign and check task tokens with one secret.
+        self.env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_hex(32))
         self.log = log
         self.proc: subprocess.Popen | None = None
         self._token: str | None = None
@@ -122,7 +127,11 @@ class AirflowStack:
             return False
 
     def backfill(self, from_date: str, to_date: str) -> None:
-        self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date)
+        """Create backfill runs, one at a time in date order (a backfill does not follow the DAG's
+        max_active_runs); the DAG is unpaused, since the scheduler runs no task of a paused DAG."""
+        self.api("PATCH", f"/dags/{DAG_ID}", json={"is_paused": False})
+        self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date,
+                     "--max-active-runs", "1")
 
     def runs(self) -> list[dict]:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]

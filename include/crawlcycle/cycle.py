@@ -30,6 +30,10 @@ from crawlcycle.query_log import ingest_partition
 from crawlcycle.settings import Settings, load_settings, with_overrides
 
 
+class CycleOrderError(RuntimeError):
+    """A cycle was started while an earlier one is unfinished."""
+
+
 def run_settings(params: dict[str, Any] | None = None) -> Settings:
     """Settings for one run: the loaded settings with the run's non-empty parameters on top."""
     overrides = {k: v for k, v in (params or {}).items() if v not in (None, "")}
@@ -95,6 +99,12 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
         migrate(con)
         cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
                  or scalar(con, "SELECT coalesce(max(cycle), 0) + 1 FROM cycles"))
+        unfinished = con.execute("SELECT cycle, interval_start FROM cycles WHERE status <> 'done' AND cycle < ?",
+                                 [cycle]).fetchall()
+        if unfinished:
+            # Each cycle fetches the batch the one before it chose: cycles run strictly in order.
+            raise CycleOrderError(f"cycle {unfinished[0][0]} (interval {unfinished[0][1]}) has not finished; "
+                                  f"finish or clear its run before cycle {cycle} (backfill with --max-active-runs 1)")
         run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
                 run_id=run_id, policy=settings.policy)
         with timed(con, cycle, "begin"):

@@ -500,7 +500,7 @@ class _HostRun:
     def _fetch(self, url: str, rules: RobotsRules) -> dict:
         """Fetch ``url``, following same-host redirects in line (each hop waits its turn)."""
         row = _row(url, self.host)
-        current, seen = url, {url}
+        current, seen, first_status = url, {url}, None
         while True:
             ex = self._request(current, self.settings.max_body_bytes)
             if ex is None:
@@ -513,6 +513,7 @@ class _HostRun:
                 row["error_class"] = ex.error
                 break
             row["status"] = ex.status
+            first_status = first_status or ex.status
             target, error = _redirect_target(ex, self.settings)
             if target is None and error is None:
                 row.update(final_url=current, bytes=len(ex.body), truncated=ex.truncated,
@@ -540,7 +541,11 @@ class _HostRun:
                 break
             seen.add(target)
             current = target
-        return _finish(row)
+        row = _finish(row)
+        if row["outcome"] == "fetched" and row["redirects"]:
+            # The content lives at the target, a URL of its own; this URL's state is its redirect.
+            row["outcome"] = outcome_of(first_status, None)
+        return row
 
 
 def _redirect_target(ex: _Exchange, settings: Settings) -> tuple[str | None, str | None]:

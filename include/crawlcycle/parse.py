@@ -15,8 +15,14 @@ Per 2xx ``response`` record (robots.txt skipped; a URL met twice keeps its first
 ``content_hash`` is the SHA-1 of the main text (case-folded, whitespace collapsed), else of the body;
 ``simhash`` the SimHash of the main text. ``duplicate_of`` names the earliest page of the batch with the
 same hash, else one whose SimHash is within 3 bits. ``links.parquet`` (``LINKS_SCHEMA``) holds distinct
-(dst, anchor) pairs per page, at most ``max_outlinks_per_page``, self-links left out; exact duplicates
-and pages with robots nofollow emit none. Links that fail canonicalization go to ``rejects.parquet``.
+(dst, anchor) pairs per page from ``<a href>`` and ``<area href>``, resolved against ``<base href>``, at
+most ``max_outlinks_per_page``, self-links left out; ``anchor`` is the link text plus the alt text of its
+images, ``context`` the anchor with up to ``CONTEXT_WORDS`` words of text on each side, ``nofollow`` from
+``rel`` nofollow/ugc/sponsored. Exact duplicates and pages with robots nofollow emit no links (their
+``n_links`` still counts them). Links that fail canonicalization go to ``rejects.parquet``.
+
+Many records are parsed in a ``forkserver`` process pool, which imports the caller's ``__main__``
+module: scripts calling ``parse_warcs`` need the ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
@@ -27,11 +33,11 @@ import logging
 import multiprocessing
 import os
 import re
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -58,7 +64,8 @@ REJECTS_SCHEMA = pa.schema([("src", pa.string()), ("raw", pa.string()), ("reason
 REASONS = ("bad_url", "empty_body", "not_html", "malformed", "decode_error", "truncated", "noindex", "no_text")
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-CHUNK_RECORDS = 32       # records per worker task; one chunk or less is parsed in-process
+IN_PROCESS_RECORDS = 32  # fewer records than this are parsed without a process pool
+CHUNK_RECORDS = 8        # records per worker task: small, so one huge page holds up few others
 CONTEXT_WORDS = 6        # words kept on each side of an anchor
 MAX_ANCHOR_CHARS = 500
 MAX_RAW_CHARS = 2000     # rejected hrefs are stored cut to this
@@ -166,25 +173,28 @@ def _status(rec) -> int:
 
 
 def _parse_all(records: Iterator[Record], settings: Settings) -> Iterator[tuple[dict, list, list]]:
-    """Parse results in record order: in-process for one chunk, else in a bounded process pool."""
-    chunks = iter(lambda: list(islice(records, CHUNK_RECORDS)), [])
-    first = list(islice(chunks, 2))
+    """Parse results in record order: in-process for a few records, else in a process pool."""
+    first = list(islice(records, IN_PROCESS_RECORDS))
     workers = min(settings.parse_workers or os.cpu_count() or 1, 64)
-    if len(first) < 2 or workers == 1:
-        for chunk in (*first, *chunks):
-            yield from _parse_chunk(chunk, settings)
+    if len(first) < IN_PROCESS_RECORDS or workers == 1:
+        for rec in chain(first, records):
+            yield parse_record(*rec, settings)
         return
+    chunks = iter(lambda: list(islice(records, CHUNK_RECORDS)), [])
+    head = [first[i:i + CHUNK_RECORDS] for i in range(0, len(first), CHUNK_RECORDS)]
     # forkserver: workers do not inherit the caller's threads and locks (Airflow runs tasks with threads)
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["crawlcycle.parse"])
     with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        pending: deque[Future] = deque()
-        for chunk in (*first, *chunks):
-            pending.append(pool.submit(_parse_chunk, chunk, settings))
-            if len(pending) >= 2 * workers:  # bound the bodies held in memory
-                yield from pending.popleft().result()
-        while pending:
-            yield from pending.popleft().result()
+        futures: list[Future] = []
+        running: set[Future] = set()
+        for chunk in (*head, *chunks):
+            if len(running) >= 2 * workers:  # bounds the bodies in flight; a slow chunk blocks no other
+                running = wait(running, return_when=FIRST_COMPLETED).not_done
+            futures.append(pool.submit(_parse_chunk, chunk, settings))
+            running.add(futures[-1])
+        for future in futures:
+            yield from future.result()
 
 
 def _parse_chunk(chunk: list[Record], settings: Settings) -> list[tuple[dict, list, list]]:

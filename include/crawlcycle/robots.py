@@ -11,15 +11,13 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-# A product token ends at the first blank ("User-agent: Foo Bar" is the group of "foo"), as Google's
-# parser reads it; Protego would keep the whole value and match nothing.
-_USER_AGENT_LINE = re.compile(r"^[ \t]*user-?agent[ \t]*:[ \t]*([^\s#]+)[^#\n]*",
-                              re.IGNORECASE | re.MULTILINE)
-# Records Protego does not know end its user-agent run; RFC 9309 says other records must not break a group.
-_RECORD = re.compile(r"^[ \t]*([A-Za-z][A-Za-z -]*?)[ \t]*:.*$", re.MULTILINE)
-_KNOWN_RECORDS = {"user-agent", "useragent", "user agent", "allow", "disallow", "crawl-delay", "crawl delay",
-                  "sitemap", "sitemaps", "site-map", "host", "request-rate", "request rate", "visit-time",
-                  "visit time", "dissallow", "dissalow", "disalow", "diasllow", "disallaw"}
+_USER_AGENT = ("user-agent", "useragent", "user agent")
+# Records Protego knows (its aliases and misspellings included); any other "name: value" line is dropped,
+# because Protego lets it end a run of user-agent lines and RFC 9309 says it must not.
+_KNOWN_RECORDS = {*_USER_AGENT, "allow", "disallow", "crawl-delay", "crawl delay", "sitemap", "sitemaps",
+                  "site-map", "host", "request-rate", "request rate", "visit-time", "visit time", "dissallow",
+                  "dissalow", "disalow", "diasllow", "disallaw"}
+_RECORD_NAME = re.compile(r"[a-z][a-z -]*")
 
 
 def robots_url(url: str) -> str:
@@ -29,8 +27,20 @@ def robots_url(url: str) -> str:
 
 
 def _clean(text: str) -> str:
-    text = _USER_AGENT_LINE.sub(r"User-agent: \1", text)
-    return _RECORD.sub(lambda m: m.group(0) if m.group(1).lower() in _KNOWN_RECORDS else "", text)
+    """robots.txt as Protego should read it (line by line: linear time on hostile input)."""
+    lines = []
+    for line in text.splitlines():
+        name, colon, value = line.partition(":")
+        name = name.strip().lower()
+        if name in _USER_AGENT:
+            # A product token ends at the first blank: "User-agent: Foo Bar" is the group of "foo",
+            # as Google's parser reads it; Protego would keep the whole value and match nothing.
+            token = value.partition("#")[0].split()
+            line = f"User-agent: {token[0]}" if token else line
+        elif colon and name not in _KNOWN_RECORDS and _RECORD_NAME.fullmatch(name):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
 
 
 class RobotsRules:

@@ -12,6 +12,7 @@ import json
 import os
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields, replace
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ class Settings:
     # cycle
     schedule: str = _s("@daily", "Airflow schedule of crawl_cycle (time-based, so backfills work)")
     start_date: str = _s("2026-11-01", "first data interval of crawl_cycle (YYYY-MM-DD)")
+    end_date: str = _s("", "last data interval the scheduler runs by itself (YYYY-MM-DD; empty = no end); "
+                       "replays of a fixed set of query-log partitions set it to the last one")
     seeds_file: str = _s("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
     query_log_dir: str = _s("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
     policy: str = _s("bfs", "ordering policy: " + ", ".join(POLICIES))
@@ -108,6 +111,13 @@ class Settings:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.max_delay < self.min_delay:
             bad("max_delay", f"must be >= min_delay ({self.min_delay}), got {self.max_delay}")
+        for name in ("start_date", "end_date"):
+            value = getattr(self, name)
+            if value or name == "start_date":
+                try:
+                    date.fromisoformat(value)
+                except ValueError:
+                    bad(name, f"expected a date YYYY-MM-DD, got {value!r}")
         if self.policy not in POLICIES:
             bad("policy", f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
         ua = self.user_agent
