@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
+
 from crawlcycle.fetch import fetch_urls
 from crawlcycle.settings import load_settings
 

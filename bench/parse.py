@@ -26,10 +26,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import trafilatura
-from crawlcycle.parse import CHUNK_RECORDS, parse_warcs
-from crawlcycle.settings import load_settings
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
+
+from crawlcycle.parse import CHUNK_RECORDS, parse_warcs
+from crawlcycle.settings import load_settings
 
 CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 

@@ -1,4 +1,8 @@
-"""crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.cycle."""
+"""crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.cycle.
+
+begin -> plan_shards -> fetch[shard] -> gate_fetch -> parse[shard] -> gate_parse -> update -> gate_update
+-> refit -> select_needy -> score -> materialize -> gate_materialize -> close
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from datetime import timedelta
 from functools import partial
 
 import pendulum
-from airflow.sdk import Param, dag, get_current_context, task
+from airflow.sdk import Param, chain, dag, get_current_context, task
+
 from crawlcycle.airflow_support import DUCKDB_POOL, dag_settings, run_interval
 
 settings = dag_settings()
@@ -15,10 +20,10 @@ settings = dag_settings()
 db_task = partial(task, pool=DUCKDB_POOL)
 
 
-def _run() -> object:
+def _run(**overrides: object) -> object:
     from crawlcycle.cycle import run_settings
 
-    return run_settings(get_current_context()["params"])
+    return run_settings({**get_current_context()["params"], **overrides})
 
 
 @dag(
@@ -61,7 +66,9 @@ def crawl_cycle() -> None:
     def parse(shard_dir: str) -> str:
         from crawlcycle import cycle
 
-        return cycle.parse(_run(), shard_dir)
+        # Shards already run in parallel as mapped tasks; a process pool inside a task would
+        # re-import the `airflow` entry point in each worker.
+        return cycle.parse(_run(parse_workers=1), shard_dir)
 
     @db_task(trigger_rule="none_failed")
     def gate(stage: str, cycle_no: int, shard_dirs: list[str] | None = None) -> None:
@@ -76,55 +83,24 @@ def crawl_cycle() -> None:
         return cycle.update_tables(_run(), cycle_no, list(shard_dirs or []))
 
     @db_task
-    def refit(cycle_no: int) -> dict:
+    def stage(name: str, cycle_no: int) -> object:
         from crawlcycle import cycle
 
-        return cycle.refit_models(_run(), cycle_no)
-
-    @db_task
-    def select_needy(cycle_no: int) -> int:
-        from crawlcycle import cycle
-
-        return cycle.select_needy(_run(), cycle_no)
-
-    @db_task
-    def score(cycle_no: int) -> int:
-        from crawlcycle import cycle
-
-        return cycle.score(_run(), cycle_no)
-
-    @db_task
-    def materialize(cycle_no: int) -> int:
-        from crawlcycle import cycle
-
-        return cycle.materialize(_run(), cycle_no)
-
-    @db_task
-    def close(cycle_no: int) -> dict:
-        from crawlcycle import cycle
-
-        return cycle.close(_run(), cycle_no)
+        return cycle.CYCLE_STAGES[name](_run(), cycle_no)
 
     cycle_no = begin()
     fetched = fetch.expand(shard_dir=plan_shards(cycle_no))
-    gate_fetch = gate.override(task_id="gate_fetch")("fetch", cycle_no, fetched)
     parsed = parse.expand(shard_dir=fetched)
-    gate_fetch >> parsed
-    gate_parse = gate.override(task_id="gate_parse")("parse", cycle_no, parsed)
+    chain(gate.override(task_id="gate_fetch")("fetch", cycle_no, fetched), parsed)
     updated = update(cycle_no, parsed)
-    gate_parse >> updated
-    gate_update = gate.override(task_id="gate_update")("update", cycle_no)
-    updated >> gate_update
-    refitted = refit(cycle_no)
-    gate_update >> refitted
-    needy = select_needy(cycle_no)
-    refitted >> needy
-    scored = score(cycle_no)
-    needy >> scored
-    chosen = materialize(cycle_no)
-    scored >> chosen
-    gate_materialize = gate.override(task_id="gate_materialize")("materialize", cycle_no)
-    chosen >> gate_materialize >> close(cycle_no)
+    chain(
+        gate.override(task_id="gate_parse")("parse", cycle_no, parsed),
+        updated,
+        gate.override(task_id="gate_update")("update", cycle_no),
+        *[stage.override(task_id=name)(name, cycle_no) for name in ("refit", "select_needy", "score", "materialize")],
+        gate.override(task_id="gate_materialize")("materialize", cycle_no),
+        stage.override(task_id="close")("close", cycle_no),
+    )
 
 
 crawl_cycle()

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from crawlcycle.canonical import (
     UrlRejected,
     canon_main,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -46,7 +46,7 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
     init(settings)
     dag = dagbag.dags["crawl_cycle"]
     for day in (1, 2):
-        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=timezone.utc))
+        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
         assert run.state == "success", run
     with connect(settings, read_only=True) as con:
         cycles = con.execute("SELECT cycle, interval_start, status, fetched FROM cycles ORDER BY cycle").fetchall()

@@ -14,9 +14,10 @@ from urllib.parse import urljoin, urlsplit
 
 import lxml.html
 import pytest
-from crawlcycle.demo_web import generate
 from protego import Protego
 from warcio.archiveiterator import ArchiveIterator
+
+from crawlcycle.demo_web import generate
 
 
 def read_warc(path: Path) -> dict[str, dict]:

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
-from crawlcycle.settings import Settings, load_settings
 from faultserver import (
     FaultServer,
     chunked,
@@ -22,6 +20,9 @@ from faultserver import (
     trickle,
 )
 from warcio.archiveiterator import ArchiveIterator
+
+from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
+from crawlcycle.settings import Settings, load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 

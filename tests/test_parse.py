@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
 from crawlcycle.canonical import canonicalize
 from crawlcycle.parse import LINKS_SCHEMA, PAGES_SCHEMA, REASONS, REJECTS_SCHEMA, parse_warcs
 from crawlcycle.settings import load_settings
 from crawlcycle.simhash import NearDuplicateIndex, hamming, simhash
-from warcio.archiveiterator import ArchiveIterator
-from warcio.warcwriter import WARCWriter
 
 CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"

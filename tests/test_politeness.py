@@ -6,6 +6,7 @@ import time
 from email.utils import formatdate
 
 import pytest
+
 from crawlcycle.politeness import HostPoliteness, parse_retry_after
 from crawlcycle.settings import Settings, load_settings
 

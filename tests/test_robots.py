@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from crawlcycle.robots import RobotsRules, robots_url
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "google_robotstxt_cases.json"

@@ -10,11 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from crawlcycle.demo_web import generate
-from crawlcycle.webserver import WarcWeb, canonical_target, serve
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
+
+from crawlcycle.demo_web import generate
+from crawlcycle.webserver import WarcWeb, canonical_target, serve
 
 DEV_DOCS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "dev-docs.warc.gz"
 

@@ -214,6 +214,12 @@ def close(settings: Settings, cycle: int) -> dict:
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
 
 
+# Stages that take only the cycle number, by task id.
+CYCLE_STAGES: dict[str, Callable[[Settings, int], Any]] = {
+    "refit": refit_models, "select_needy": select_needy, "score": score, "materialize": materialize, "close": close,
+}
+
+
 def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
     """One whole cycle in this process, calling the same stage functions as the DAG."""
     cycle = begin(settings, interval_start)
@@ -228,10 +234,8 @@ def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str]
     gate(settings, "parse", cycle, shards)
     update_tables(settings, cycle, shards)
     gate(settings, "update", cycle)
-    refit_models(settings, cycle)
-    select_needy(settings, cycle)
-    score(settings, cycle)
-    materialize(settings, cycle)
+    for name in ("refit", "select_needy", "score", "materialize"):
+        CYCLE_STAGES[name](settings, cycle)
     gate(settings, "materialize", cycle)
     summary = close(settings, cycle)
     progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "

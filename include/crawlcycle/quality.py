@@ -64,7 +64,8 @@ def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: l
         if files:
             # A view cannot take parameters: the file list is written in as quoted literals.
             listed = ", ".join(f"'{f}'" for f in files)
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM read_parquet([{listed}], union_by_name=true)")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS "
+                        f"SELECT * FROM read_parquet([{listed}], union_by_name=true)")
         else:
             nulls = ", ".join(f"NULL::{c.split()[1]} AS {c.split()[0]}" for c in empty_columns.split(", "))
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {nulls} WHERE false")
