@@ -1,0 +1,19 @@
+"""The README is the user's manual: its quick start and settings table must match the code."""
+
+import re
+from pathlib import Path
+
+from crawlcycle.settings import describe
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def test_settings_table_lists_every_setting_with_its_default() -> None:
+    rows = dict(re.findall(r"^\| `(\w+)` \| `([^`]*)` \|", README, flags=re.MULTILINE))
+    assert rows == {name: repr(default) for name, default, _ in describe()}
+
+
+def test_quick_start_is_two_commands() -> None:
+    block = README.split("## Quick start", 1)[1].split("```", 2)[1]
+    commands = [line for line in block.splitlines()[1:] if line.strip() and not line.startswith("#")]
+    assert commands == ["make demo", "make test"]
