@@ -8,7 +8,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from faultserver import (
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
+from crawlcycle.settings import Settings, load_settings
+from tests.faultserver import (
     FaultServer,
     chunked,
     gzipped,
@@ -19,10 +23,6 @@ from faultserver import (
     respond,
     trickle,
 )
-from warcio.archiveiterator import ArchiveIterator
-
-from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
-from crawlcycle.settings import Settings, load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 
