@@ -1,6 +1,6 @@
 """Fetcher throughput against its politeness bound: 200 hosts x 20 pages on loopback.
 
-Run: .venv/bin/python bench/fetch.py [--hosts 200] [--pages 20] [--delay 0.2]
+Run: .venv/bin/python bench/fetch.py [--hosts 200] [--pages 20] [--delay 1.0]
 
 Hosts run in parallel, so a perfectly polite crawler finishes when the slowest host does. One host takes
 robots.txt plus ``pages`` pages = pages + 1 requests, separated by ``pages`` delays:
@@ -52,7 +52,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=200)
     ap.add_argument("--pages", type=int, default=20)
-    ap.add_argument("--delay", type=float, default=0.2)
+    ap.add_argument("--delay", type=float, default=1.0, help="seconds; default: the min_delay setting's default")
     args = ap.parse_args()
 
     ready: multiprocessing.Queue = multiprocessing.Queue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -108,3 +109,25 @@ def test_a_cycle_waits_for_the_one_before(settings: Settings) -> None:
     with pytest.raises(cycle.CycleOrderError, match=r"cycle 1 \(interval 2026-11-01\) has not finished"):
         cycle.begin(settings, DAY2)
     assert cycle.begin(settings, DAY1) == 1  # the unfinished interval itself may run again
+
+
+def test_the_fetch_gate_catches_requests_squeezed_closer_than_the_delay(settings: Settings) -> None:
+    import polars as pl
+
+    settings = replace(settings, min_delay=0.1, batch_size=8)
+    cycle.init(settings)
+    cycle_no = cycle.begin(settings, DAY1)
+    shards = cycle.plan_shards(settings, cycle_no)
+    for d in shards:
+        cycle.fetch(settings, d)
+    cycle.gate(settings, "fetch", cycle_no, shards)  # the real fetch is polite
+    path = next(p for p in (Path(d) / "requests.parquet" for d in shards) if pl.read_parquet(p).height >= 2)
+    reqs = pl.read_parquet(path).sort("host", "started_at").with_row_index("i")
+    host = reqs.group_by("host").len().filter(pl.col("len") >= 2)["host"][0]
+    first, second = reqs.filter(pl.col("host") == host).head(2).iter_rows(named=True)
+    squeezed = reqs.with_columns(started_at=pl.when(pl.col("i") == second["i"])
+                                 .then(first["finished_at"] + settings.min_delay / 2)
+                                 .otherwise(pl.col("started_at"))).drop("i")
+    squeezed.write_parquet(path)
+    with pytest.raises(GateFailed, match=r"host_gap_respected: 1 rows"):
+        cycle.gate(settings, "fetch", cycle_no, shards)

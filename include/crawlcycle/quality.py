@@ -26,7 +26,7 @@ _EXAMPLES = 3
 _SHARD_VIEWS = {
     "fetch": {"g_fetch_log": ("fetch_log.parquet", "url VARCHAR, status INTEGER, outcome VARCHAR, "
                                                    "error_class VARCHAR, content_type VARCHAR"),
-              "g_requests": ("requests.parquet", "host VARCHAR, url VARCHAR, started_at DOUBLE"),
+              "g_requests": ("requests.parquet", "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
               "g_hosts": ("hosts.parquet", "host VARCHAR, crawl_delay DOUBLE")},
     "parse": {"g_pages": ("pages.parquet", "url VARCHAR"),
               "g_links": ("links.parquet", "src VARCHAR, dst VARCHAR, anchor VARCHAR")},

@@ -1,8 +1,8 @@
--- Politeness: consecutive requests to one host start at least the host's delay apart
--- (min_delay or its Crawl-delay, capped by max_delay; 10 ms allowed for clock granularity).
+-- Politeness: between the end of one request to a host and the start of the next, at least the host's
+-- delay (min_delay or its Crawl-delay, capped by max_delay; 10 ms allowed for clock granularity).
 WITH r AS (
     SELECT host, url, started_at,
-           started_at - lag(started_at) OVER (PARTITION BY host ORDER BY started_at) AS gap
+           started_at - lag(finished_at) OVER (PARTITION BY host ORDER BY started_at) AS gap
     FROM g_requests
 )
 SELECT r.host, r.url, round(r.gap, 3) AS gap,

@@ -1,0 +1,56 @@
+"""The crawlcycle command as a user runs it, against the demo web on loopback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from crawlcycle.settings import Settings, write_toml
+
+EXE = str(Path(sys.executable).with_name("crawlcycle"))
+
+
+def _run(*args: str, config: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([EXE, *args, "--config", str(config)], input=stdin, capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin"})
+
+
+def test_fetch_command_logs_every_url_and_exits_zero(settings: Settings, tmp_path: Path) -> None:
+    write_toml(settings, tmp_path / "s.toml")
+    urls = tmp_path / "urls.txt"
+    home = Path(settings.seeds_file).read_text().split()[0]
+    urls.write_text(f"{home}\n{home}no-such-page.html\nftp://example.org/file\n")
+    res = _run("fetch", "--urls", str(urls), "--out", str(tmp_path / "out"), config=tmp_path / "s.toml")
+    assert res.returncode == 0, res.stderr
+    log = pl.read_parquet(tmp_path / "out" / "fetch_log.parquet")
+    assert dict(zip(log["url"], log["outcome"], strict=True)) == {
+        home: "fetched", f"{home}no-such-page.html": "gone", "ftp://example.org/file": "gone"}
+    assert list((tmp_path / "out").glob("*.warc.gz"))
+
+
+def test_bad_arguments_fail_with_one_line(settings: Settings, tmp_path: Path) -> None:
+    write_toml(settings, tmp_path / "s.toml")
+    res = _run("fetch", "--urls", str(tmp_path / "missing.txt"), "--out", str(tmp_path), config=tmp_path / "s.toml")
+    assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "missing.txt" in res.stderr
+    res = _run("report", "--min-delay", "fast", config=tmp_path / "s.toml")
+    assert (res.returncode, res.stderr.strip()) == (2, "crawlcycle: setting min_delay: expected float, got 'fast'")
+
+
+def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
+    write_toml(settings, tmp_path / "s.toml")
+    cfg = tmp_path / "s.toml"
+    assert "seed URLs admitted" in _run("init", config=cfg).stdout
+    res = _run("cycle", "--date", "2026-11-01", config=cfg)
+    assert res.returncode == 0, res.stderr
+    assert "cycle 1:" in res.stdout and "next batch" in res.stdout
+    report = _run("report", config=cfg).stdout
+    assert "2026-11-01" in report and "done" in report
+
+
+def test_canon_prints_one_line_per_input(tmp_path: Path, settings: Settings) -> None:
+    write_toml(settings, tmp_path / "s.toml")
+    res = _run("canon", config=tmp_path / "s.toml", stdin="HTTP://Example.COM:80/a/./b/../c#frag\nmailto:x@y\n")
+    assert res.stdout.splitlines() == ["http://example.com/a/c", "-\tbad_scheme"]
