@@ -46,3 +46,5 @@ def test_two_cycles_over_the_real_documentation_web(tmp_path: Path, docs_port: i
         assert q("SELECT count(*) FROM fetch_log WHERE url LIKE 'http://django.docs.test/genindex%' "
                  "AND outcome <> 'disallowed'")[0][0] == 0
         assert q("SELECT bool_and(success) FROM dq_results") == [(True,)]
+        # Links the parser refused reach the database with their reason (sphinx links its source tarball).
+        assert q("SELECT count(*) FROM url_rejects WHERE reason = 'binary_extension' AND url LIKE '%.tar.gz'")[0][0] > 0

@@ -10,6 +10,7 @@ import polars as pl
 from crawlcycle.canonical import host_of
 from crawlcycle.db import run_sql
 from crawlcycle.settings import Settings
+from crawlcycle.simhash import NearDuplicateIndex
 
 PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description", "lang", "content_hash",
                 "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
@@ -31,9 +32,9 @@ def shard_index(shard_dir: Path) -> int:
 
 def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
     """URLs this cycle discovered, in discovery order: followed links, then redirect targets."""
-    followed = links.filter(~pl.col("nofollow")).select(url="dst", source=pl.lit("link"))
+    followed = links.filter(~pl.col("nofollow")).select("src", url="dst", source=pl.lit("link"))
     redirected = (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
-                  .select(url="final_url", source=pl.lit("redirect")))
+                  .select(src="url", url="final_url", source=pl.lit("redirect")))
     new = pl.concat([followed, redirected]).with_row_index("seq")
     return new.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
 
@@ -43,6 +44,21 @@ def redirect_links(fetch_log: pl.DataFrame) -> pl.DataFrame:
     return (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
             .select(src="url", dst="final_url", anchor=pl.lit(""), context=pl.lit("redirect"),
                     nofollow=pl.lit(False)))
+
+
+def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) -> pl.DataFrame:
+    """Set duplicate_of on pages repeating a page crawled in an earlier cycle: the same content hash,
+    else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage)."""
+    stored = con.sql("SELECT url, content_hash, simhash FROM pages WHERE duplicate_of IS NULL "
+                     "ORDER BY cycle, url").pl()
+    by_hash = dict(zip(stored["content_hash"], stored["url"], strict=True))
+    near = NearDuplicateIndex()
+    for fingerprint, url in zip(stored["simhash"], stored["url"], strict=True):
+        if fingerprint is not None:
+            near.add(fingerprint, url)
+    found = [dup or by_hash.get(digest) or (near.find(fp) if fp is not None else None)
+             for dup, digest, fp in pages.select("duplicate_of", "content_hash", "simhash").iter_rows()]
+    return pages.with_columns(duplicate_of=pl.Series(found, dtype=pl.String))
 
 
 def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:
@@ -59,13 +75,19 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
             con.register("s_requests", _read(dirs, "requests.parquet"))
             con.register("s_hosts", _read(dirs, "hosts.parquet"))
             run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
-            fetched = pages.filter(pl.col("status").is_between(200, 299)).select(PAGE_COLUMNS).with_columns(
+            fetched = mark_stored_duplicates(con, pages.filter(pl.col("status").is_between(200, 299))
+                                             .select(PAGE_COLUMNS)).with_columns(
                 host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
-            all_links = pl.concat([links.select("src", "dst", "anchor", "context", "nofollow"),
-                                   redirect_links(fetch_log)], how="vertical_relaxed")
+            # An exact copy of a stored page brings nothing new: its links are not merged twice.
+            copies = fetched.join(con.sql("SELECT url AS duplicate_of, content_hash FROM pages").pl(),
+                                  on=["duplicate_of", "content_hash"])["url"]
+            page_links = (links.select("src", "dst", "anchor", "context", "nofollow")
+                          .filter(~pl.col("src").is_in(copies.implode())))
+            all_links = pl.concat([page_links, redirect_links(fetch_log)], how="vertical_relaxed")
             con.register("s_pages", fetched)
             con.register("s_links", all_links.unique(["src", "dst", "anchor"], keep="first", maintain_order=True))
             con.register("s_new", discovered_urls(fetch_log, all_links))
+            con.register("s_rejects", _read(dirs, "rejects.parquet").select("src", "raw", "reason"))
             run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host)
         run_sql(con, "stages/cycle_figures", cycle=cycle)
         con.execute("COMMIT")
@@ -73,7 +95,7 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         con.execute("ROLLBACK")
         raise
     finally:
-        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_pages", "s_links", "s_new"):
+        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_pages", "s_links", "s_new", "s_rejects"):
             try:
                 con.unregister(name)
             except duckdb.Error:

@@ -7,6 +7,7 @@ UPDATE frontier SET status = 'unfetched', status_cycle = NULL, retry_after_cycle
 WHERE status_cycle = $cycle;
 DELETE FROM frontier WHERE first_seen_cycle = $cycle;
 DELETE FROM links WHERE cycle = $cycle;
+DELETE FROM url_rejects WHERE cycle = $cycle;
 DELETE FROM pages WHERE cycle = $cycle;
 DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;

@@ -7,4 +7,4 @@ LEFT JOIN pages p ON p.url = l.src
 LEFT JOIN frontier s ON s.url = l.src
 LEFT JOIN frontier f ON f.url = l.dst
 WHERE l.cycle = $cycle
-  AND ((p.url IS NULL AND NOT coalesce(s.status LIKE 'redirected%', false)) OR (f.url IS NULL AND NOT l.nofollow));
+  AND ((p.url IS NULL AND NOT coalesce(s.status LIKE 'redirected%', false)) OR f.url IS NULL);
