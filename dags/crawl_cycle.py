@@ -13,6 +13,7 @@ import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
 from crawlcycle.airflow_support import DUCKDB_POOL, dag_settings, run_interval
+from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
 
@@ -35,7 +36,8 @@ def _run(**overrides: object) -> object:
     max_active_runs=1,
     default_args={"retries": 1, "retry_delay": timedelta(seconds=10)},
     params={
-        "policy": Param(None, type=["null", "string"], description="ordering policy for this run"),
+        "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES],
+                        description="ordering policy for this run (empty: the policy setting)"),
         "batch_size": Param(None, type=["null", "integer"], minimum=1, description="URLs in the next batch"),
         "per_host_cap": Param(None, type=["null", "integer"], minimum=1, description="most URLs per host"),
     },

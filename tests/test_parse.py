@@ -249,8 +249,6 @@ def test_simhash_is_stable_and_separates_texts():
 @pytest.fixture(scope="module")
 def real_warc(tmp_path_factory):
     """The first small HTML pages of each host of the real dev-docs snapshot, rewritten to a WARC."""
-    if not CORPUS.exists():
-        pytest.skip("../shared corpus not present")
     per_host: dict[str, int] = {}
     records = []
     with open(CORPUS, "rb") as f:

@@ -19,6 +19,7 @@ from typing import Any
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
 POLICIES = ("random", "bfs", "indegree", "pagerank")
+RANK_FIELDS = ("title", "text", "anchor", "url")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot")
 
 
@@ -85,6 +86,10 @@ class Settings:
     needy_share: float = _s(0.007, "share of the partition's queries kept as needy (top by neediness)")
     needy_max: int = _s(1000, "most needy queries per cycle")
     improvability_prior: float = _s(1.0, "improvability of every query until a fit exists")
+    bm25_k1: float = _s(1.2, "BM25F term-frequency saturation k1 of the reference ranker")
+    bm25_weights: str = _s("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url")
+    bm25_b: str = _s("title=0.5,anchor=0.5,text=0.75,url=0.5", "BM25F length normalisation b per field (0..1)")
+    prestige_weight: float = _s(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)")
     # demo web
     demo_hosts: int = _s(24, "hosts of the generated demo web")
     demo_pages: int = _s(2400, "pages of the generated demo web")
@@ -118,6 +123,19 @@ class Settings:
                     date.fromisoformat(value)
                 except ValueError:
                     bad(name, f"expected a date YYYY-MM-DD, got {value!r}")
+        if self.bm25_k1 <= 0:
+            bad("bm25_k1", f"must be positive, got {self.bm25_k1}")
+        if self.prestige_weight < 0:
+            bad("prestige_weight", f"must not be negative, got {self.prestige_weight}")
+        for name, low, high in (("bm25_weights", 0, float("inf")), ("bm25_b", 0, 1)):
+            try:
+                values = self.field_values(name)
+            except ValueError as e:
+                bad(name, str(e))
+            if not all(low <= v <= high for v in values.values()):
+                bad(name, f"values must lie in [{low}, {high}], got {getattr(self, name)!r}")
+        if not any(self.field_values("bm25_weights").values()):
+            bad("bm25_weights", "at least one field needs a positive weight")
         if self.policy not in POLICIES:
             bad("policy", f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
         ua = self.user_agent
@@ -136,6 +154,20 @@ class Settings:
         if not (1 <= self.demo_port <= 65535):
             bad("demo_port", f"must be a TCP port, got {self.demo_port}")
         return self
+
+    def field_values(self, name: str) -> dict[str, float]:
+        """The ``field=number`` pairs of setting ``name`` (bm25_weights, bm25_b): one for each of RANK_FIELDS."""
+        pairs = getattr(self, name).split(",")
+        values: dict[str, float] = {}
+        for pair in pairs:
+            key, _, number = pair.partition("=")
+            try:
+                values[key.strip()] = float(number)
+            except ValueError:
+                raise ValueError(f"{pair.strip()!r} is not FIELD=NUMBER") from None
+        if len(pairs) != len(RANK_FIELDS) or set(values) != set(RANK_FIELDS):
+            raise ValueError(f"expected one number for each of {', '.join(RANK_FIELDS)}, got {getattr(self, name)!r}")
+        return values
 
     def allow_networks_list(self) -> list[str]:
         return [c.strip() for c in self.allow_networks.split(",") if c.strip()]
