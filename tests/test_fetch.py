@@ -224,8 +224,8 @@ def test_robots_errors_allow_or_block_the_host(server: FaultServer, tmp_path: Pa
     log, requests, hosts = run(urls, s, tmp_path)
     assert min(gaps(requests, "r404.test") + gaps(requests, "rredir.test")) >= 0.1
     assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
-        "http://r500.test/p": ("deferred", "robots_unavailable"),
-        "http://rhang.test/p": ("deferred", "robots_unavailable"),
+        "http://r500.test/p": ("retry_pending", "robots_unavailable"),
+        "http://rhang.test/p": ("retry_pending", "robots_unavailable"),
         "http://r404.test/p": ("fetched", None),
         "http://rredir.test/no": ("disallowed", "robots_disallowed"),
         "http://rredir.test/yes": ("gone", "http_error")}

@@ -44,3 +44,25 @@ def test_rejected_links_and_the_per_host_cap_are_recorded(settings: Settings) ->
         worst = con.execute("SELECT max(n) FROM (SELECT count(*) n FROM frontier WHERE source = 'link' "
                             "GROUP BY host)").fetchall()[0][0]
     assert reasons.get("host_cap", 0) > 0 and worst <= 5
+
+
+def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on: connection refused
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://dead.example/\n")
+    s = replace(settings, seeds_file=str(seeds), retry_limit=3,
+                connect_to=f"dead.example=127.0.0.1:{closed},{settings.connect_to}")
+    cycle.init(s)
+    states = []
+    for day in range(1, 6):
+        cycle.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
+        with connect(s, read_only=True) as con:
+            states.append(con.execute("SELECT status, attempts, retry_after_cycle FROM frontier "
+                                      "WHERE url = 'http://dead.example/'").fetchall()[0])
+    # Tried in cycles 1, 2 and 4 (waits of 1, then 2 cycles), then given up.
+    assert states == [("retry_pending", 1, 2), ("retry_pending", 2, 4), ("retry_pending", 2, 4),
+                      ("gone", 3, None), ("gone", 3, None)]

@@ -56,7 +56,8 @@ _ERROR_OUTCOME = {
     "retry_after": "deferred",         # host backed off by Retry-After beyond max_delay
     "crawl_delay": "deferred",         # host asks for a Crawl-delay beyond max_delay
     "host_errors": "deferred",         # host_error_limit consecutive errors
-    "robots_unavailable": "deferred",  # robots.txt 5xx or unreachable: nothing allowed this time
+    # robots.txt 5xx or unreachable: nothing allowed this cycle, retried with back-off like a failure
+    "robots_unavailable": "retry_pending",
     "ssrf_blocked": "gone", "bad_scheme": "gone", "bad_redirect": "gone", "redirect_loop": "gone",
     "too_many_redirects": "gone", "bad_encoding": "gone",
 }

@@ -90,6 +90,7 @@ class Settings:
     bm25_weights: str = _s("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url")
     bm25_b: str = _s("title=0.5,anchor=0.5,text=0.75,url=0.5", "BM25F length normalisation b per field (0..1)")
     prestige_weight: float = _s(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)")
+    bm25_depth: int = _s(1000, "pages each query term nominates for exact scoring (more = closer to exhaustive)")
     # demo web
     demo_hosts: int = _s(24, "hosts of the generated demo web")
     demo_pages: int = _s(2400, "pages of the generated demo web")
@@ -107,7 +108,7 @@ class Settings:
         for name in ("batch_size", "per_host_cap", "shards", "duckdb_threads", "max_body_bytes",
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
-                     "max_path_segments", "max_segment_repeats", "max_outlinks_per_page"):
+                     "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",

@@ -14,7 +14,8 @@ UPDATE frontier f SET
     status = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 >= $retry_limit THEN 'gone'
                   ELSE l.outcome END,
     status_cycle = $cycle,
-    retry_after_cycle = CASE WHEN l.outcome = 'retry_pending' THEN $cycle + CAST(pow(2, f.attempts) AS INTEGER)
+    retry_after_cycle = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 < $retry_limit
+                                  THEN $cycle + CAST(pow(2, f.attempts) AS INTEGER)
                              WHEN l.outcome = 'deferred' THEN $cycle + 1 END
 FROM s_fetch_log l
 WHERE f.url = l.url;

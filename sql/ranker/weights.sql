@@ -1,0 +1,32 @@
+-- BM25F weight of each query term (s_query_terms) in each indexed page holding it, and the page's prestige prior:
+--   tf~    = sum over fields f of w_f * tf_f / (1 - b_f + b_f * len_f / avg_len_f)
+--   weight = idf * tf~ / (k1 + tf~),  idf = ln(1 + (N - df + 0.5) / (df + 0.5)),  N = indexed pages
+--   prior  = prestige_weight * ln(1 + pagerank * known URLs)   (0 for a page without PageRank yet)
+-- A page's score for a query is the sum of its weights for the query's terms plus its prior.
+-- key packs (term id, page) into one BIGINT: joins on it run several times faster than on the pair.
+CREATE OR REPLACE TEMP TABLE r_weights AS
+WITH fields AS (
+    SELECT p.field, p.weight, p.b, s.avg_length
+    FROM (SELECT unnest($fields) AS field, unnest($weights) AS weight, unnest($bs) AS b) p
+    JOIN posting_fields s ON s.field = p.field
+    WHERE p.weight > 0
+), terms AS (
+    SELECT DISTINCT tid, term FROM s_query_terms
+), tf AS (
+    SELECT t.tid, p.term, p.doc, sum(f.weight * p.tf / (1 - f.b + f.b * l.length / f.avg_length)) AS tf
+    FROM postings p
+    JOIN terms t ON t.term = p.term
+    JOIN fields f ON f.field = p.field
+    JOIN posting_lengths l ON l.doc = p.doc AND l.field = p.field
+    GROUP BY t.tid, p.term, p.doc
+), sizes AS (
+    SELECT (SELECT count(*) FROM posting_docs) AS pages, (SELECT count(*) FROM frontier) AS known
+)
+SELECT tf.tid::BIGINT << 32 | tf.doc AS key, tf.tid, tf.doc,
+       ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf) AS weight,
+       $prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known) AS prior
+FROM tf
+JOIN posting_terms t ON t.term = tf.term
+JOIN posting_docs d ON d.doc = tf.doc
+LEFT JOIN frontier f ON f.url = d.url
+CROSS JOIN sizes;
