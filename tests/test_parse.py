@@ -169,6 +169,9 @@ def test_links_anchors_and_rejects(awkward):
     assert [lk["dst"] for lk in links if lk["src"] == "http://a.test/based/page"] == ["http://cdn.test/docs/child.html"]
     assert len([lk for lk in links if lk["src"] == "http://a.test/many"]) == 10
     assert pages["http://a.test/many"]["n_links"] == 10
+    # Links past the cap are refused with a reason (as many as the cap itself, bounding a trap page).
+    refused = [r["raw"] for r in rejects if r["src"] == "http://a.test/many" and r["reason"] == "too_many_links"]
+    assert refused == [f"/p{i}" for i in range(10, 20)]
 
 
 def test_charsets(awkward):

@@ -348,6 +348,10 @@ def _links(tree, src: str, base: str, settings: Settings) -> tuple[list[tuple], 
         href = el.get("href")
         if href is None:
             continue
+        if len(links) >= cap:  # spider-trap guard: the rest are refused, and recorded as such
+            if len(rejects) < cap:
+                rejects.append((src, href[:MAX_RAW_CHARS], "too_many_links"))
+            continue
         try:
             dst = canonicalize(href, base, settings)
         except UrlRejected as e:
@@ -371,8 +375,6 @@ def _links(tree, src: str, base: str, settings: Settings) -> tuple[list[tuple], 
         context = " ".join([*before.split()[-CONTEXT_WORDS:], anchor, *(el.tail or "").split()[:CONTEXT_WORDS]])
         nofollow = bool(_NOFOLLOW_RELS & set((el.get("rel") or "").lower().split()))
         links.append((src, dst, anchor, " ".join(context.split()), nofollow))
-        if len(links) >= cap:
-            break
     return links, rejects
 
 
