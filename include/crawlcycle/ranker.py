@@ -161,29 +161,22 @@ def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     bad = df.filter(pl.any_horizontal(pl.col("query", "rank", "url").is_null()) | (pl.col("rank") < 1))
     if bad.height:
         raise ValueError(f"results {path}: {bad.height} rows without a query, rank >= 1 or url; first: {bad.row(0)}")
-
-    def canonical(url: str) -> str:
-        try:
-            return canonicalize(url, settings=settings)
-        except UrlRejected as e:
-            raise ValueError(f"results {path}: URL {url!r} rejected: {e.reason}") from None
-
-    df = (df.with_columns(pl.col("query").map_elements(normalize_query, return_dtype=pl.String),
-                          pl.col("url").map_elements(canonical, return_dtype=pl.String),
-                          pl.col("score").fill_null(1 / pl.col("rank")))
-          .filter(pl.col("rank") <= settings.top_k))
+    df = df.filter(pl.col("rank") <= settings.top_k)
+    try:
+        urls = [canonicalize(url, settings=settings) for url in df["url"]]
+    except UrlRejected as e:
+        raise ValueError(f"results {path}: URL rejected, {e}") from None
+    df = df.with_columns(pl.col("query").map_elements(normalize_query, return_dtype=pl.String),
+                         url=pl.Series(urls, dtype=pl.String), score=pl.col("score").fill_null(1 / pl.col("rank")))
     repeated = df.filter(pl.struct("query", "rank").is_duplicated())
     if repeated.height:
         raise ValueError(f"results {path}: query and rank repeat, e.g. {repeated.row(0)}")
-    con.execute("BEGIN")
+    con.register("s_results", df)
     try:
-        con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
-        con.register("s_results", df)
-        con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results", [cycle])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with _transaction(con):
+            con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
+            con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",
+                        [cycle])
     finally:
         con.unregister("s_results")
     return df.height

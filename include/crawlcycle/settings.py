@@ -90,7 +90,7 @@ class Settings:
     bm25_weights: str = _s("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url")
     bm25_b: str = _s("title=0.5,anchor=0.5,text=0.75,url=0.5", "BM25F length normalisation b per field (0..1)")
     prestige_weight: float = _s(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)")
-    bm25_depth: int = _s(1000, "pages each query term nominates for exact scoring (more = closer to exhaustive)")
+    bm25_depth: int = _s(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)")
     # demo web
     demo_hosts: int = _s(24, "hosts of the generated demo web")
     demo_pages: int = _s(2400, "pages of the generated demo web")

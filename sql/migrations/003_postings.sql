@@ -30,7 +30,7 @@ CREATE TABLE posting_terms (
     df    INTEGER NOT NULL
 );
 
--- Per field: indexed pages and average length over all of them (empty fields count as 0).
+-- Per field: pages where it is not empty, and its average length over all indexed pages.
 CREATE TABLE posting_fields (
     field       VARCHAR PRIMARY KEY,
     docs        BIGINT NOT NULL,

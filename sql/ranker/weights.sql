@@ -23,8 +23,9 @@ WITH fields AS (
     SELECT (SELECT count(*) FROM posting_docs) AS pages, (SELECT count(*) FROM frontier) AS known
 )
 SELECT tf.tid::BIGINT << 32 | tf.doc AS key, tf.tid, tf.doc,
-       ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf) AS weight,
-       $prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known) AS prior
+       -- rounded: parallel sums differ in the last bits, and replays must give identical results
+       round(ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf), 12) AS weight,
+       round($prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known), 12) AS prior
 FROM tf
 JOIN posting_terms t ON t.term = tf.term
 JOIN posting_docs d ON d.doc = tf.doc

@@ -1,0 +1,320 @@
+"""The reference ranker: BM25F arithmetic against the formula worked out here by hand, and real queries over
+real pages of the dev-docs snapshot (parsed by the real parser), indexed incrementally in a real DuckDB file."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections import Counter
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
+from crawlcycle import ranker
+from crawlcycle.db import connect, migrate
+from crawlcycle.parse import parse_warcs
+from crawlcycle.refit import refit_link_graph
+from crawlcycle.settings import Settings, SettingsError, load_settings
+
+CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
+UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
+INDEX_TABLES = {  # index tables by URL, so that two indexes with other page numbers compare equal
+    "postings": "SELECT d.url, p.field, p.term, p.tf FROM postings p JOIN posting_docs d USING (doc)",
+    "posting_lengths": "SELECT d.url, l.field, l.length FROM posting_lengths l JOIN posting_docs d USING (doc)",
+    "posting_terms": "SELECT * FROM posting_terms",
+    "posting_fields": "SELECT * FROM posting_fields",
+}
+
+
+def make_settings(tmp_path: Path, **overrides: object) -> Settings:
+    return load_settings(overrides={"user_agent": UA, "db_path": str(tmp_path / "crawl.duckdb"),
+                                    "data_dir": str(tmp_path / "data"), "parse_workers": 1, **overrides}, environ={})
+
+
+def add_crawl(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame, links: pl.DataFrame) -> None:
+    """Store crawled pages (url, title, text, cycle, optional flags) and their out-links (src, dst, anchor), with
+    frontier rows for every URL seen, as the update stage leaves them."""
+    for name in ("duplicate_of", "noindex"):
+        if name not in pages.columns:
+            pages = pages.with_columns(pl.lit(None, dtype=pl.Boolean if name == "noindex" else pl.String).alias(name))
+    links = links.join(pages.select(src="url", cycle="cycle"), on="src")
+    con.register("t_pages", pages)
+    con.register("t_links", links)
+    con.execute("INSERT INTO pages (url, host, cycle, status, title, text, duplicate_of, noindex) "
+                "SELECT url, split_part(url, '/', 3), cycle, 200, title, text, duplicate_of, noindex FROM t_pages")
+    con.execute("INSERT INTO links (src, dst, anchor, cycle) SELECT src, dst, anchor, cycle FROM t_links "
+                "ON CONFLICT DO NOTHING")
+    con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
+                "SELECT url, split_part(url, '/', 3), 0, row_number() OVER (ORDER BY url) + "
+                "(SELECT count(*) FROM frontier), 'link' "
+                "FROM (SELECT url FROM t_pages UNION SELECT dst FROM t_links EXCEPT SELECT url FROM frontier)")
+    con.unregister("t_pages")
+    con.unregister("t_links")
+
+
+def index_digest(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    return {name: hashlib.sha256(repr(con.execute(sql + " ORDER BY ALL").fetchall()).encode()).hexdigest()
+            for name, sql in INDEX_TABLES.items()}
+
+
+def test_terms_are_query_normalised_letter_and_digit_runs_without_stopwords() -> None:
+    text = "The Foreign_Key of ＳＱＬｉｔｅ3 — naïve ÉCOLE, and x-2!"
+    got = pl.DataFrame({"t": [text, None]}).select(ranker.terms(pl.col("t")))["t"].to_list()
+    assert got == [["foreign", "key", "sqlite3", "naïve", "école", "x", "2"], None]
+
+
+# A small hand-made crawl: page -> (title, text); words are plain lower-case ASCII and no stopwords, so the
+# expected scores below can be worked out with str.split.
+TINY = {
+    "http://alpha.test/red/one.html": ("red apple", "red apple pie recipe fresh red apples"),
+    "http://beta.test/green/two.html": ("green pear", "green pear tart recipe"),
+    "http://gamma.test/blue/three.html": ("blue sky", "blue sky over red roofs near long long roads"),
+    "http://delta.test/apple/four.html": ("orchard", "orchard notes"),
+}
+TINY_LINKS = [("http://alpha.test/red/one.html", "http://delta.test/apple/four.html", "apple orchard"),
+              ("http://beta.test/green/two.html", "http://delta.test/apple/four.html", "apple"),
+              ("http://gamma.test/blue/three.html", "http://alpha.test/red/one.html", "red apple pie"),
+              ("http://beta.test/green/two.html", "http://alpha.test/red/one.html", "recipe"),
+              ("http://beta.test/green/two.html", "http://gamma.test/blue/three.html", "skyline"),
+              ("http://beta.test/green/two.html", "http://epsilon.test/unfetched", "red")]
+TINY_PAGERANK = {"http://alpha.test/red/one.html": 0.1, "http://beta.test/green/two.html": 0.3,
+                 "http://gamma.test/blue/three.html": 0.25, "http://delta.test/apple/four.html": 0.2,
+                 "http://epsilon.test/unfetched": 0.15}
+
+
+def tiny_db(settings: Settings, pages: dict[str, tuple[str, str]] = TINY,
+            pagerank: dict[str, float] = TINY_PAGERANK) -> None:
+    with connect(settings) as con:
+        migrate(con)
+        add_crawl(con, pl.DataFrame([{"url": u, "title": t, "text": x, "cycle": 1} for u, (t, x) in pages.items()]),
+                  pl.DataFrame(TINY_LINKS, schema=["src", "dst", "anchor"], orient="row"))
+        con.executemany("UPDATE frontier SET pagerank = ? WHERE url = ?", [(v, k) for k, v in pagerank.items()])
+        ranker.index_pages(con, 1)
+
+
+def expected_scores(query: str, k1: float, weights: dict[str, float], b: dict[str, float],
+                    prestige: float) -> dict[str, float]:
+    """BM25F + prior straight from the formula, over TINY."""
+    fields = {}
+    for url, (title, text) in TINY.items():
+        anchors = " ".join(a for _, dst, a in TINY_LINKS if dst == url)
+        fields[url] = {"title": title.split(), "text": text.split(), "anchor": anchors.split(),
+                       "url": re.findall("[a-z0-9]+", url.split("://")[1])}
+    n = len(fields)
+    avg = {f: sum(len(d[f]) for d in fields.values()) / n for f in weights}
+    out = {}
+    for url, doc in fields.items():
+        score, matched = 0.0, False
+        for term in set(query.split()):
+            df = sum(any(term in d[f] for f in d) for d in fields.values())
+            tf = sum(weights[f] * doc[f].count(term) / (1 - b[f] + b[f] * len(doc[f]) / avg[f]) for f in weights)
+            if tf > 0:
+                matched = True
+                score += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf / (k1 + tf)
+        if matched:
+            out[url] = score + prestige * math.log(1 + TINY_PAGERANK[url] * len(TINY_PAGERANK))
+    return out
+
+
+def test_bm25f_scores_follow_the_formula(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, bm25_k1=1.5, bm25_weights="title=3,anchor=2,text=1,url=0.5",
+                             bm25_b="title=0.3,anchor=0.6,text=0.8,url=1", prestige_weight=0.7, top_k=2)
+    tiny_db(settings)
+    weights = {"title": 3, "anchor": 2, "text": 1, "url": 0.5}
+    b = {"title": 0.3, "anchor": 0.6, "text": 0.8, "url": 1.0}
+    with connect(settings) as con:
+        for query in ("red apple", "apple", "recipe roofs", "long roads"):
+            want = expected_scores(query, 1.5, weights, b, 0.7)
+            got = ranker.score_pages(con, settings, query.upper() + " the")  # normalised, stopword dropped
+            assert got.keys() == want.keys(), query
+            for url in want:  # scores are kept to 9 decimals, so that replays give identical tables
+                assert got[url] == pytest.approx(want[url], abs=1e-9), (query, url)
+        # Only its in-link anchors and its URL hold "apple" for the orchard page.
+        assert "http://delta.test/apple/four.html" in ranker.score_pages(con, settings, "apple")
+        assert ranker.rank_queries(con, settings, 1, ["Red  Apple", "nothing matches"]) == 2
+        rows = con.execute("SELECT query, rank, url, score, source FROM query_results ORDER BY rank").fetchall()
+    best = sorted(expected_scores("red apple", 1.5, weights, b, 0.7).items(), key=lambda kv: -kv[1])[:2]
+    assert [(q, r, u, s) for q, r, u, s, _ in rows] == [("red apple", i + 1, u, pytest.approx(s, abs=1e-9))
+                                                      for i, (u, s) in enumerate(best)]
+    assert {r[4] for r in rows} == {"reference"}
+    # Depth 1: each query term nominates only its best page (by weight + prior = its one-term score).
+    with connect(settings) as con:
+        ranker.rank_queries(con, replace(settings, bm25_depth=1, top_k=4), 1, ["red apple"])
+        shallow = [r[0] for r in con.execute("SELECT url FROM query_results ORDER BY rank").fetchall()]
+    nominated = {max(one := expected_scores(term, 1.5, weights, b, 0.7), key=one.get) for term in ("red", "apple")}
+    full = expected_scores("red apple", 1.5, weights, b, 0.7)
+    assert shallow == sorted(nominated, key=full.get, reverse=True) and len(shallow) < len(full)
+
+
+def test_prestige_prior_orders_otherwise_equal_pages(tmp_path: Path) -> None:
+    twins = {"http://one.test/guide.html": ("tuning guide", "cache tuning steps"),
+             "http://two.test/guide.html": ("tuning guide", "cache tuning steps")}
+    pagerank = {"http://one.test/guide.html": 0.01, "http://two.test/guide.html": 0.4}
+    settings = make_settings(tmp_path)
+    tiny_db(settings, twins, pagerank)
+    with connect(settings) as con:
+        with_prior = ranker.score_pages(con, settings, "cache tuning")
+        without = ranker.score_pages(con, replace(settings, prestige_weight=0.0), "cache tuning")
+        ranker.rank_queries(con, settings, 1, ["cache tuning"])
+        ranked = [r[0] for r in con.execute("SELECT url FROM query_results ORDER BY rank").fetchall()]
+    assert list(with_prior) == ranked == ["http://two.test/guide.html", "http://one.test/guide.html"]
+    one, two = without.values()
+    assert one == two and list(without) == ["http://one.test/guide.html", "http://two.test/guide.html"]  # URL order
+
+
+def test_reindexing_a_cycle_follows_its_changed_pages_and_links(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path)
+    tiny_db(settings)
+    with connect(settings) as con:
+        before = ranker.score_pages(con, settings, "green pear skyline")
+        # As a re-run of cycle 1 may leave them: a page turned noindex, an anchor text gone.
+        con.execute("UPDATE pages SET noindex = true, text = NULL WHERE url = 'http://beta.test/green/two.html'")
+        con.execute("DELETE FROM links WHERE anchor = 'skyline'")
+        ranker.index_pages(con, 1)
+        after = ranker.score_pages(con, settings, "green pear skyline")
+        docs = con.execute("SELECT count(*) FROM posting_docs").fetchall()[0][0]
+        df = dict(con.execute("SELECT term, df FROM posting_terms WHERE term IN ('green', 'recipe')").fetchall())
+        recount = con.execute("SELECT term, count(DISTINCT doc) FROM postings GROUP BY term").fetchall()
+        stored = con.execute("SELECT term, df FROM posting_terms").fetchall()
+    assert before.keys() == {"http://beta.test/green/two.html", "http://gamma.test/blue/three.html"}
+    assert after == {} and docs == 3
+    assert df == {"recipe": 1} and sorted(recount) == sorted(stored)
+
+
+@pytest.fixture(scope="module")
+def real_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Pages and links of real dev-docs pages, parsed by the real parser: the pages that answer the test queries
+    plus the first six small HTML pages of each of the eight hosts."""
+    if not CORPUS.exists():
+        pytest.skip("../shared corpus not present")
+    folder = tmp_path_factory.mktemp("real")
+    per_host: Counter[str] = Counter()
+    with open(CORPUS, "rb") as f, open(folder / "pages.warc.gz", "wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for rec in ArchiveIterator(f):
+            if rec.rec_type != "response":
+                continue
+            url = rec.rec_headers.get_header("WARC-Target-URI")
+            host = url.split("/")[2]
+            small = ((rec.http_headers.get_header("Content-Type") or "").startswith("text/html")
+                     and int(rec.rec_headers.get_header("Content-Length")) < 30_000 and per_host[host] < 6)
+            if url in REAL_ANSWERS.values() or small:
+                per_host[host] += small
+                writer.write_record(rec)
+    parse_warcs([folder / "pages.warc.gz"], folder, make_settings(folder))
+    pages = pl.read_parquet(folder / "pages.parquet").filter(pl.col("status") == 200)
+    pages = pages.with_columns(cycle=pl.int_range(pl.len()) % 2 + 1)  # two cycles, alternating pages
+    return pages.select("url", "title", "text", "cycle", "duplicate_of", "noindex"), pl.read_parquet(
+        folder / "links.parquet").select("src", "dst", "anchor")
+
+
+REAL_ANSWERS = {
+    "sqlite foreign key": "http://sqlite.docs.test/foreignkeys.html",
+    "Python argparse": "http://python.docs.test/library/argparse.html",
+    "git rebase": "http://git.docs.test/git-rebase.html",
+    "requests quickstart": "http://requests.docs.test/user/quickstart.html",
+    "django sessions": "http://django.docs.test/topics/http/sessions.html",
+    "postgresql create table": "http://postgresql.docs.test/sql-createtable.html",
+}
+
+
+def test_real_queries_rank_the_page_that_answers_them(real_crawl, tmp_path: Path) -> None:
+    pages, links = real_crawl
+    assert pages.height >= 50 and set(REAL_ANSWERS.values()) <= set(pages["url"])
+    settings = make_settings(tmp_path, top_k=5)
+    with connect(settings) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, 'bfs', 'done')",
+                    [date(2026, 11, 1)])
+        con.execute("INSERT INTO query_log (partition, query, frequency) SELECT ?, unnest(?), 1",
+                    [date(2026, 11, 1), [*map(ranker.normalize_query, REAL_ANSWERS), "???"]])
+        con.execute("INSERT INTO query_log (partition, query, frequency) VALUES ('2026-11-02', 'other day', 1)")
+        refit_link_graph(con, 1)
+        ranker.index_pages(con, 1)
+        assert ranker.rank_queries(con, settings, 1) == 5 * len(REAL_ANSWERS)
+        results = con.sql("SELECT query, url FROM query_results WHERE cycle = 1 ORDER BY query, rank").pl()
+        top = {q: results.filter(pl.col("query") == q)["url"].to_list() for q in results["query"].unique()}
+        for text, answer in REAL_ANSWERS.items():
+            assert top[text.lower()][0] == answer, (text, top[text.lower()])
+            # Depth-limited ranking agrees with scoring every page.
+            assert top[text.lower()] == list(ranker.score_pages(con, settings, text))[:5]
+
+
+def test_incremental_index_equals_a_rebuild_and_reruns_change_nothing(real_crawl, tmp_path: Path) -> None:
+    pages, links = real_crawl
+    grown = make_settings(tmp_path / "grown")
+    with connect(grown) as con:
+        migrate(con)
+        add_crawl(con, pages.filter(pl.col("cycle") == 1), links)
+        ranker.index_pages(con, 1)
+        add_crawl(con, pages.filter(pl.col("cycle") == 2), links)
+        counts = ranker.index_pages(con, 2)
+        first = index_digest(con)
+        assert ranker.index_pages(con, 2) == counts
+        assert index_digest(con) == first
+        rewritten = {r[0] for r in con.execute("SELECT url FROM posting_docs WHERE cycle = 1 AND anchor_cycle = 2")
+                     .fetchall()}
+    rebuilt = make_settings(tmp_path / "rebuilt")
+    with connect(rebuilt) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        ranker.index_pages(con, 1)
+        assert index_digest(con) == first
+    indexable = pages.filter(pl.col("duplicate_of").is_null() & ~pl.col("noindex")
+                             & (pl.col("title").is_not_null() | pl.col("text").is_not_null()))
+    new = indexable.filter(pl.col("cycle") == 2)["url"]
+    # Cycle 2 rewrote the anchor field of the cycle-1 pages that cycle-2 pages link to, and only those.
+    linked = set(links.filter(pl.col("src").is_in(pages.filter(pl.col("cycle") == 2)["url"].implode()))["dst"])
+    assert rewritten == linked & set(indexable.filter(pl.col("cycle") == 1)["url"]) and rewritten
+    assert counts == {"pages": new.len(), "anchor_pages": new.len() + len(rewritten)}
+
+
+def test_loaded_results_replace_the_reference_ranking(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, top_k=2)
+    tiny_db(settings)
+    tsv = tmp_path / "engine.tsv"
+    tsv.write_text("Red Apple\t1\thttp://GAMMA.test/blue/three.html\t9.5\nred apple\t2\thttp://alpha.test/red/one.html"
+                   "\t3\nred apple\t3\thttp://delta.test/apple/four.html\t1\n")
+    parquet = tmp_path / "engine.parquet"
+    pl.DataFrame({"query": ["pear"], "rank": [1], "url": ["http://beta.test/green/two.html"]}).write_parquet(parquet)
+    with connect(settings) as con:
+        assert ranker.rank_queries(con, settings, 1, ["red apple"]) == 2
+        assert ranker.load_results(con, settings, 1, tsv) == 2  # rank 3 is beyond K
+        assert ranker.rank_queries(con, settings, 1, ["red apple", "pear"]) == 0
+        assert con.execute("SELECT query, rank, url, score, source FROM query_results ORDER BY rank").fetchall() == [
+            ("red apple", 1, "http://gamma.test/blue/three.html", 9.5, "loaded"),
+            ("red apple", 2, "http://alpha.test/red/one.html", 3.0, "loaded")]
+        assert ranker.load_results(con, settings, 1, parquet) == 1
+        assert con.execute("SELECT query, rank, url, score FROM query_results").fetchall() == [
+            ("pear", 1, "http://beta.test/green/two.html", 1.0)]  # no score given: 1 / rank
+        tsv.write_text("pear\t1\thttp://beta.test/a\npear\t1\thttp://beta.test/b\n")
+        with pytest.raises(ValueError, match="query and rank repeat"):
+            ranker.load_results(con, settings, 1, tsv)
+        tsv.write_text("pear\t1\tmailto:someone@beta.test\n")
+        with pytest.raises(ValueError, match="URL rejected"):
+            ranker.load_results(con, settings, 1, tsv)
+        assert con.execute("SELECT count(*) FROM query_results").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("bm25_weights", "title=3,anchor=2,text=1", "setting bm25_weights: expected one number for each of"),
+    ("bm25_weights", "title=3,anchor=2,text=1,url=x", "setting bm25_weights: 'url=x' is not FIELD=NUMBER"),
+    ("bm25_weights", "title=3,anchor=2,text=1,url=-1", "setting bm25_weights: values must lie in"),
+    ("bm25_weights", "title=0,anchor=0,text=0,url=0", "setting bm25_weights: at least one field"),
+    ("bm25_b", "title=0.5,anchor=0.5,text=1.5,url=0.5", "setting bm25_b: values must lie in"),
+    ("bm25_b", "title=0.5,title=0.5,text=0.5,url=0.5", "setting bm25_b: expected one number for each of"),
+    ("bm25_k1", 0, "setting bm25_k1: must be positive"),
+    ("prestige_weight", -1, "setting prestige_weight: must not be negative"),
+    ("bm25_depth", 0, "setting bm25_depth: must be at least 1"),
+])
+def test_ranking_settings_are_checked(name: str, value: object, message: str) -> None:
+    with pytest.raises(SettingsError, match=re.escape(message)):
+        load_settings(overrides={"user_agent": UA, name: value}, environ={})
