@@ -7,6 +7,7 @@ import socket
 from datetime import datetime
 from pathlib import Path
 
+import psutil
 import pytest
 
 from crawlcycle.airflow_runner import AirflowStack
@@ -40,6 +41,9 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         stack.backfill("2026-11-01", "2026-11-02")
         runs = stack.wait_for_runs(2, timeout=600)
         tis = [ti for run in runs for ti in stack.task_instances(run["dag_run_id"])]
+        started = psutil.Process(stack.proc.pid).children(recursive=True)
+    # Stopping leaves nothing behind (a stray scheduler would hold its ports against the next start).
+    assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert all(ti["state"] == "success" for ti in tis), [(t["task_id"], t["state"]) for t in tis]
     db_spans = sorted(_span(ti) for ti in tis if ti["pool"] == DUCKDB_POOL)
     assert len(db_spans) == 2 * 12

@@ -4,17 +4,18 @@ triggerer, SQLite metadata) from a script: the demo and the end-to-end test use 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import requests
 
 from crawlcycle.airflow_support import DUCKDB_POOL
@@ -80,8 +81,7 @@ class AirflowStack:
     def start(self, timeout: float = 240) -> None:
         out = open(self.home / "standalone.log", "ab")  # noqa: SIM115 - lives as long as the process
         exe = Path(sys.executable).with_name("airflow")
-        self.proc = subprocess.Popen([str(exe), "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen([str(exe), "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -94,14 +94,22 @@ class AirflowStack:
             time.sleep(2)
         raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see {self.home / 'standalone.log'}")
 
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+    def stop(self, grace: float = 30) -> None:
+        """Stop standalone and every process it started; any still running after ``grace`` seconds is
+        killed (a scheduler left behind would hold its log-server port against the next start)."""
+        if not self.proc or self.proc.poll() is not None:
+            return
+        procs = [psutil.Process(self.proc.pid)]
+        procs += procs[0].children(recursive=True)
+        for p in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.terminate()
+        _, alive = psutil.wait_procs(procs, timeout=grace)
+        for p in alive:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        psutil.wait_procs(alive, timeout=10)
+        self.proc.wait()
 
     def __enter__(self) -> AirflowStack:
         return self

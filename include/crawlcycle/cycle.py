@@ -21,8 +21,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from crawlcycle import improvability, policies, quality, ranker, refit, update
 from crawlcycle import materialize as materialize_mod
-from crawlcycle import policies, quality, ranker, refit, update
 from crawlcycle.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.db import connect, migrate, run_sql, scalar
 from crawlcycle.needy_queries import select_needy as select_needy_queries
@@ -182,11 +182,15 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
 
 
 def refit_models(settings: Settings, cycle: int) -> dict:
-    """Link measures, then the reference ranker's index and top-K (its prior reads the new PageRank)."""
+    """Link measures; the reference ranker's index and top-K (its prior reads the new PageRank); then how
+    much this cycle's pages improved each query, and the improvability curve fitted to that history."""
     with connect(settings) as con, timed(con, cycle, "refit"):
         graph = refit.refit_link_graph(con, cycle)
         indexed = ranker.index_pages(con, cycle)
-        return {**graph, **indexed, "query_results": ranker.rank_queries(con, settings, cycle)}
+        ranked = ranker.rank_queries(con, settings, cycle)
+        improvability.measure(con, cycle)
+        fit = improvability.fit(con, cycle)
+        return {**graph, **indexed, "query_results": ranked, "improvability_slope": fit.get("slope")}
 
 
 def select_needy(settings: Settings, cycle: int) -> int:

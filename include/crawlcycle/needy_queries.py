@@ -1,7 +1,8 @@
 """Needy queries: the share of the cycle's query-log partition whose results most need new pages.
 
-neediness(q) = f(q) x improvability(q). Until an improvability fit exists, every query gets the
-``improvability_prior`` setting, so neediness orders queries by frequency.
+neediness(q) = f(q) x improvability(q), improvability predicted from the average score of the query's
+current top K (see ``improvability``). Until a fit exists, every query gets the ``improvability_prior``
+setting, so neediness orders queries by frequency.
 """
 
 from __future__ import annotations
@@ -12,15 +13,18 @@ from datetime import date
 import duckdb
 import polars as pl
 
+from crawlcycle.db import query
+from crawlcycle.improvability import latest_fit
 from crawlcycle.settings import Settings
 
 
 def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, partition: date) -> pl.DataFrame:
     """Replace and return the needy queries of ``cycle`` drawn from query-log ``partition``."""
-    queries = con.sql("SELECT query, sum(frequency) AS frequency FROM query_log WHERE partition = ? "
-                          "GROUP BY query", params=[partition]).pl()
+    queries = query(con, "stages/needy_candidates", cycle=cycle, partition=partition)
     keep = min(settings.needy_max, math.ceil(settings.needy_share * queries.height))
-    needy = (queries.with_columns(improvability=pl.lit(settings.improvability_prior, dtype=pl.Float64))
+    fitted = latest_fit(con, cycle)
+    improvability = fitted.predict(pl.col("avg_score")) if fitted else pl.lit(settings.improvability_prior)
+    needy = (queries.with_columns(improvability=improvability.cast(pl.Float64))
              .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
              .sort(["neediness", "query"], descending=[True, False])
              .head(keep)

@@ -13,6 +13,7 @@ DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;
 DELETE FROM needy_queries WHERE cycle = $cycle;
+DELETE FROM query_improvement WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE cycle = $cycle;
 DELETE FROM batches WHERE cycle = $cycle + 1;
