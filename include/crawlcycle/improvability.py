@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 import polars as pl
-from sklearn.linear_model import LinearRegression
 
 from crawlcycle.db import run_sql
 from crawlcycle.refit import record_model
@@ -52,6 +51,8 @@ def fit(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
                    .group_by("b").agg(x=pl.col("x").mean(), y=pl.col("y").mean(), n=pl.len()).sort("x"))
         metrics["buckets"] = buckets.select("x", "y", "n").to_dicts()
         if buckets.height >= 2:
+            from sklearn.linear_model import LinearRegression  # 2 s to import: only where a fit runs
+
             x = buckets["x"].to_numpy().reshape(-1, 1)
             y = np.log(np.maximum(buckets["y"].to_numpy(), FLOOR))
             model = LinearRegression().fit(x, y, sample_weight=buckets["n"].to_numpy())
