@@ -192,8 +192,6 @@ def test_reindexing_a_cycle_follows_its_changed_pages_and_links(tmp_path: Path) 
 def real_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Pages and links of real dev-docs pages, parsed by the real parser: the pages that answer the test queries
     plus the first six small HTML pages of each of the eight hosts."""
-    if not CORPUS.exists():
-        pytest.skip("../shared corpus not present")
     folder = tmp_path_factory.mktemp("real")
     per_host: Counter[str] = Counter()
     with open(CORPUS, "rb") as f, open(folder / "pages.warc.gz", "wb") as out:
