@@ -21,16 +21,20 @@ def test_pages_repeating_an_earlier_cycle_are_marked(settings: Settings, tmp_pat
     with connect(settings) as con:
         migrate(con)
         con.execute("INSERT INTO pages (url, host, cycle, content_hash, simhash) VALUES "
-                    "('http://a.test/1', 'a.test', 1, 'h1', ?), ('http://a.test/2', 'a.test', 1, 'h2', ?)",
+                    "('http://a.test/1', 'a.test', 1, 'h1', ?), ('http://a.test/2', 'a.test', 1, 'h2', ?), "
+                    "('http://a.test/empty', 'a.test', 1, NULL, NULL)",
                     [simhash(TEXT), simhash("entirely different words " * 9)])
-        new = pl.DataFrame({"url": ["http://b.test/copy", "http://b.test/near", "http://b.test/new"],
-                            "content_hash": ["h1", "h9", "h8"],
+        new = pl.DataFrame({"url": ["http://b.test/copy", "http://b.test/near", "http://b.test/new",
+                                    "http://b.test/empty"],
+                            "content_hash": ["h1", "h9", "h8", None],
                             "simhash": [None, simhash(TEXT.replace("word500 ", "changed ")),
-                                        simhash("fresh text " * 20)],
-                            "duplicate_of": [None, None, None]},
+                                        simhash("fresh text " * 20), None],
+                            "duplicate_of": [None, None, None, None]},
                            schema_overrides={"simhash": pl.UInt64, "duplicate_of": pl.String})
         marked = mark_stored_duplicates(con, new)
-    assert marked["duplicate_of"].to_list() == ["http://a.test/1", "http://a.test/1", None]
+    # Two empty bodies (no content hash) are not copies of each other.
+    assert marked["duplicate_of"].to_list() == ["http://a.test/1", "http://a.test/1", None, None]
+    assert marked["exact_copy"].to_list() == [True, False, False, False]
 
 
 def test_rejected_links_and_the_per_host_cap_are_recorded(settings: Settings) -> None:

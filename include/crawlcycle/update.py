@@ -48,17 +48,20 @@ def redirect_links(fetch_log: pl.DataFrame) -> pl.DataFrame:
 
 def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) -> pl.DataFrame:
     """Set duplicate_of on pages repeating a page crawled in an earlier cycle: the same content hash,
-    else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage)."""
+    else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage).
+    ``exact_copy`` tells the pages whose content hash equals a stored page's."""
     stored = con.sql("SELECT url, content_hash, simhash FROM pages WHERE duplicate_of IS NULL "
                      "ORDER BY cycle, url").pl()
-    by_hash = dict(zip(stored["content_hash"], stored["url"], strict=True))
+    by_hash = {h: u for h, u in zip(stored["content_hash"], stored["url"], strict=True) if h is not None}
     near = NearDuplicateIndex()
     for fingerprint, url in zip(stored["simhash"], stored["url"], strict=True):
         if fingerprint is not None:
             near.add(fingerprint, url)
-    found = [dup or by_hash.get(digest) or (near.find(fp) if fp is not None else None)
-             for dup, digest, fp in pages.select("duplicate_of", "content_hash", "simhash").iter_rows()]
-    return pages.with_columns(duplicate_of=pl.Series(found, dtype=pl.String))
+    exact = [by_hash.get(digest) for digest in pages["content_hash"]]
+    found = [dup or same or (near.find(fp) if fp is not None else None)
+             for dup, same, fp in zip(pages["duplicate_of"], exact, pages["simhash"], strict=True)]
+    return pages.with_columns(duplicate_of=pl.Series(found, dtype=pl.String),
+                              exact_copy=pl.Series([e is not None for e in exact], dtype=pl.Boolean))
 
 
 def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:
@@ -79,8 +82,7 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                                              .select(PAGE_COLUMNS)).with_columns(
                 host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
             # An exact copy of a stored page brings nothing new: its links are not merged twice.
-            copies = fetched.join(con.sql("SELECT url AS duplicate_of, content_hash FROM pages").pl(),
-                                  on=["duplicate_of", "content_hash"])["url"]
+            copies = fetched.filter("exact_copy")["url"]
             page_links = (links.select("src", "dst", "anchor", "context", "nofollow")
                           .filter(~pl.col("src").is_in(copies.implode())))
             all_links = pl.concat([page_links, redirect_links(fetch_log)], how="vertical_relaxed")
