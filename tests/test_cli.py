@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
 
 EXE = str(Path(sys.executable).with_name("crawlcycle"))
@@ -48,6 +49,10 @@ def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
     assert "cycle 1:" in res.stdout and "next batch" in res.stdout
     report = _run("report", config=cfg).stdout
     assert "2026-11-01" in report and "done" in report
+    # the report ends with the head of the next batch, whose first URL is the batch's rank 1
+    with connect(settings, read_only=True) as con:
+        first = con.execute("SELECT url FROM batches WHERE cycle = 2 AND rank = 1").fetchall()[0][0]
+    assert "head of the next batch" in report and first[:60] in report.split("head of the next batch")[1]
 
 
 def test_canon_prints_one_line_per_input(tmp_path: Path, settings: Settings) -> None:

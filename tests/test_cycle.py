@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import json
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -15,27 +15,13 @@ from crawlcycle.db import connect
 from crawlcycle.quality import GateFailed
 from crawlcycle.robots import RobotsRules
 from crawlcycle.settings import Settings
+from tests.tables import table_digest
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
-STATE_TABLES = ("frontier", "pages", "links", "hosts", "batches", "frontier_scores", "query_log", "needy_queries",
-                "model_runs", "dq_results", "query_results", "url_rejects", "posting_docs", "postings",
-                "posting_terms", "posting_fields")
-# Timings and wall-clock columns differ between runs by nature; everything else must not.
-_VOLATILE = {"hosts": "* EXCLUDE (robots_fetched_at, delay, last_response_ms, backoff_until)",
-             "model_runs": "* EXCLUDE (created_at)", "dq_results": "* EXCLUDE (created_at, examples)"}
 
 
 def _q(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
     return con.execute(sql).fetchall()
-
-
-def table_digest(settings: Settings) -> dict[str, str]:
-    with connect(settings, read_only=True) as con:
-        out = {}
-        for t in STATE_TABLES:
-            rows = _q(con, f"SELECT {_VOLATILE.get(t, '*')} FROM {t} ORDER BY ALL")
-            out[t] = hashlib.sha256(repr(rows).encode()).hexdigest()
-        return out
 
 
 def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
@@ -69,6 +55,14 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
         assert _q(con, "SELECT count(*) FROM v_next_batch")[0][0] == per_host[0][1]
         assert _q(con, "SELECT count(*) FROM needy_queries WHERE cycle = 2")[0][0] >= 1
         assert _q(con, "SELECT count(*) FROM model_runs WHERE model = 'pagerank'")[0][0] == 2
+        # The default policy's models: S' beats guessing the mean on held-out queries; prestige has a fit.
+        s_prime = json.loads(_q(con, "SELECT metrics FROM model_runs WHERE model = 's_prime' AND cycle = 2")[0][0])
+        assert s_prime["validation_pairs"] > 0 and s_prime["validation_mae"] < s_prime["baseline_mae"]
+        assert Path(_q(con, "SELECT file FROM model_runs WHERE model = 's_prime' AND cycle = 2")[0][0]).is_file()
+        assert "coefficients" in json.loads(_q(con, "SELECT metrics FROM model_runs WHERE model = 'prestige' "
+                                                    "AND cycle = 2")[0][0])
+        assert _q(con, "SELECT count(DISTINCT policy) FROM batches WHERE cycle > 1") == [(1,)]
+        assert _q(con, "SELECT any_value(policy) FROM batches") == [("hybrid",)]
 
 
 def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> None:
@@ -81,7 +75,7 @@ def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> No
     assert table_digest(settings) == before
 
 
-@pytest.mark.parametrize("policy", ["bfs", "indegree", "pagerank", "random"])
+@pytest.mark.parametrize("policy", ["hybrid", "bfs", "indegree", "pagerank", "random"])
 def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str) -> None:
     s = replace(settings, policy=policy)
     cycle.init(s)

@@ -1,5 +1,6 @@
 """Two backfilled cycles under a real scheduler with LocalExecutor (``airflow standalone``): mapped fetch
-shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool)."""
+shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool), and a
+second backfill of the last interval replays it without changing the tables."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from crawlcycle.airflow_runner import AirflowStack
 from crawlcycle.airflow_support import DUCKDB_POOL
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
+from tests.tables import table_digest
 
 pytestmark = pytest.mark.slow
 
@@ -26,6 +28,12 @@ def _free_port() -> int:
 
 def _span(ti: dict) -> tuple[datetime, datetime]:
     return datetime.fromisoformat(ti["start_date"]), datetime.fromisoformat(ti["end_date"])
+
+
+def _cycles(settings: Settings) -> list[tuple]:
+    with connect(settings, read_only=True) as con:
+        return con.execute("SELECT cycle, interval_start::VARCHAR, status, started_at FROM cycles ORDER BY cycle") \
+            .fetchall()
 
 
 def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: Path) -> None:
@@ -41,6 +49,10 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         stack.backfill("2026-11-01", "2026-11-02")
         runs = stack.wait_for_runs(2, timeout=600)
         tis = [ti for run in runs for ti in stack.task_instances(run["dag_run_id"])]
+        digest, cycles = table_digest(settings), _cycles(settings)
+        # Reprocessing clears the interval's finished run and queues it again under the same run id.
+        stack.backfill("2026-11-02", "2026-11-02", reprocess=True)
+        replayed = stack.wait_for_runs(2, timeout=300)
         started = psutil.Process(stack.proc.pid).children(recursive=True)
     # Stopping leaves nothing behind (a stray scheduler would hold its ports against the next start).
     assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
@@ -56,3 +68,12 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
     with connect(settings, read_only=True) as con:
         done = con.execute("SELECT count(*), min(fetched) FROM cycles WHERE status = 'done'").fetchall()[0]
     assert done[0] == 2 and done[1] > 0
+    # Only the last interval ran again, as a fresh run of its old DAG run; the first run is untouched.
+    assert [r["dag_run_id"] for r in replayed] == [r["dag_run_id"] for r in runs]
+    assert [replayed[0][k] for k in ("start_date", "end_date")] == [runs[0][k] for k in ("start_date", "end_date")]
+    assert datetime.fromisoformat(replayed[1]["start_date"]) > datetime.fromisoformat(runs[1]["end_date"])
+    # The replay rewrote cycle 2 in place and left every state table as it was.
+    after = _cycles(settings)
+    assert [c[:3] for c in after] == [c[:3] for c in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
+    assert after[0][3] == cycles[0][3] < cycles[1][3] < after[1][3]
+    assert table_digest(settings) == digest

@@ -134,12 +134,24 @@ class AirflowStack:
         except requests.HTTPError:
             return False
 
-    def backfill(self, from_date: str, to_date: str) -> None:
+    def backfill(self, from_date: str, to_date: str, reprocess: bool = False, timeout: float = 120) -> None:
         """Create backfill runs, one at a time in date order (a backfill does not follow the DAG's
-        max_active_runs); the DAG is unpaused, since the scheduler runs no task of a paused DAG."""
+        max_active_runs); the DAG is unpaused, since the scheduler runs no task of a paused DAG.
+
+        ``reprocess`` runs intervals whose runs already succeeded again: Airflow clears those runs and
+        queues them under their old run ids. Airflow allows one unfinished backfill per DAG and the
+        scheduler marks a finished one complete only every 30 s, so this first waits (up to ``timeout``)
+        for earlier backfills to be marked complete."""
         self.api("PATCH", f"/dags/{DAG_ID}", json={"is_paused": False})
+        deadline = time.monotonic() + timeout
+        while any(b["completed_at"] is None
+                  for b in self.api("GET", "/backfills", params={"dag_id": DAG_ID})["backfills"]):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"an earlier backfill of {DAG_ID} was not complete after {timeout:.0f}s")
+            time.sleep(2)
+        reprocess_args = ["--reprocess-behavior", "completed"] if reprocess else []
         self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date,
-                     "--max-active-runs", "1")
+                     "--max-active-runs", "1", *reprocess_args)
 
     def runs(self) -> list[dict]:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from crawlcycle import improvability, policies, quality, ranker, refit, update
+from crawlcycle import improvability, ngram_index, policies, prestige, quality, ranker, refit, score_model, update
 from crawlcycle import materialize as materialize_mod
 from crawlcycle.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.db import connect, migrate, run_sql, scalar
@@ -108,7 +108,7 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
         run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
                 run_id=run_id, policy=settings.policy)
         with timed(con, cycle, "begin"):
-            ingest_partition(con, settings.query_log_dir, interval_start)
+            ingest_partition(con, settings, interval_start)
     return cycle
 
 
@@ -182,15 +182,20 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
 
 
 def refit_models(settings: Settings, cycle: int) -> dict:
-    """Link measures; the reference ranker's index and top-K (its prior reads the new PageRank); then how
-    much this cycle's pages improved each query, and the improvability curve fitted to that history."""
+    """Link measures and the n-gram index; the reference ranker's index and top-K (its prior reads the new
+    PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
+    history; the S' model and the prestige regression."""
     with connect(settings) as con, timed(con, cycle, "refit"):
         graph = refit.refit_link_graph(con, cycle)
+        grams = ngram_index.update(con, settings, cycle)
         indexed = ranker.index_pages(con, cycle)
         ranked = ranker.rank_queries(con, settings, cycle)
         improvability.measure(con, cycle)
         fit = improvability.fit(con, cycle)
-        return {**graph, **indexed, "query_results": ranked, "improvability_slope": fit.get("slope")}
+        s_prime = score_model.fit(con, settings, cycle)
+        prestige_fit = prestige.fit(con, settings, cycle)
+        return {**graph, **grams, **indexed, "query_results": ranked, "improvability_slope": fit.get("slope"),
+                "s_prime_mae": s_prime.get("validation_mae"), "prestige_r2": prestige_fit.get("r2")}
 
 
 def select_needy(settings: Settings, cycle: int) -> int:

@@ -9,8 +9,6 @@ Until two buckets with history exist, every query gets the ``improvability_prior
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 
 import duckdb
@@ -18,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from crawlcycle.db import run_sql
-from crawlcycle.refit import record_model
+from crawlcycle.refit import latest_metrics, record_model
 
 BUCKETS = 10
 # Bucket means of zero improvement are floored here before the log: they still pull the curve down.
@@ -64,10 +62,5 @@ def fit(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
 
 def latest_fit(con: duckdb.DuckDBPyConnection, cycle: int) -> ImprovabilityFit | None:
     """The newest usable fit recorded up to ``cycle``, or None (use the prior)."""
-    rows = con.execute("SELECT metrics FROM model_runs WHERE model = 'improvability' AND cycle <= ? "
-                       "ORDER BY cycle DESC", [cycle]).fetchall()
-    for (metrics,) in rows:
-        m = json.loads(metrics)
-        if "slope" in m and math.isfinite(m["slope"]) and math.isfinite(m["intercept"]):
-            return ImprovabilityFit(m["intercept"], m["slope"])
-    return None
+    m = latest_metrics(con, "improvability", cycle, "slope")
+    return ImprovabilityFit(m["intercept"], m["slope"]) if m else None

@@ -23,7 +23,9 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     queries = query(con, "stages/needy_candidates", cycle=cycle, partition=partition)
     keep = min(settings.needy_max, math.ceil(settings.needy_share * queries.height))
     fitted = latest_fit(con, cycle)
-    improvability = fitted.predict(pl.col("avg_score")) if fitted else pl.lit(settings.improvability_prior)
+    # at most K of a query's results can be new: the curve is capped there where it extrapolates upwards
+    improvability = (fitted.predict(pl.col("avg_score")).clip(upper_bound=settings.top_k) if fitted
+                     else pl.lit(settings.improvability_prior))
     needy = (queries.with_columns(improvability=improvability.cast(pl.Float64))
              .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
              .sort(["neediness", "query"], descending=[True, False])

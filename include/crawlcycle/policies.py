@@ -1,15 +1,19 @@
 """Ordering policies: the priority of every eligible frontier URL, written to ``frontier_scores``.
 
 Each policy is a SQL file under ``sql/policies/`` selecting (url, priority, parts) from the temp
-view ``eligible``; a higher priority is fetched sooner.
+table ``eligible``; a higher priority is fetched sooner. A policy that needs more than SQL stages its
+inputs first (``STAGE``) and passes its parameters on.
 """
 
 from __future__ import annotations
 
 import duckdb
 
+from crawlcycle import impact
 from crawlcycle.db import SQL_DIR, execute, run_sql, scalar, statements
 from crawlcycle.settings import Settings
+
+STAGE = {"hybrid": impact.stage_hybrid}
 
 
 def available() -> list[str]:
@@ -21,8 +25,9 @@ def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     if settings.policy not in available():
         raise ValueError(f"policy {settings.policy!r} has no SQL in sql/policies/")
     run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+    params = STAGE[settings.policy](con, settings, cycle) if settings.policy in STAGE else {}
     con.execute("DELETE FROM frontier_scores WHERE cycle = ?", [cycle])
     (select,) = statements(f"policies/{settings.policy}")
     execute(con, f"INSERT INTO frontier_scores SELECT $cycle, url, priority, parts FROM ({select})",
-            cycle=cycle, seed=settings.random_seed)
+            cycle=cycle, seed=settings.random_seed, **params)
     return scalar(con, "SELECT count(*) FROM frontier_scores WHERE cycle = ?", [cycle])

@@ -119,6 +119,20 @@ def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])
 
 
+def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
+                pairs: pl.DataFrame) -> pl.DataFrame:
+    """S of given (query, page) pairs: ``pairs`` (qid, url) with qid indexing ``queries``, which must be
+    normalised and distinct. Returns (qid, url, score) for the pairs whose page is indexed."""
+    if sorted(set(queries)) != queries:
+        raise ValueError("pair_scores needs distinct queries in sorted order (qid = position)")
+    con.register("s_pairs", pairs.select(pl.col("qid").cast(pl.UInt32), "url"))
+    try:
+        with _weights(con, settings, queries):
+            return query(con, "ranker/pair_scores").sort("qid", "url")
+    finally:
+        con.unregister("s_pairs")
+
+
 def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -> dict[str, float]:
     """Score of every indexed page holding a term of query ``text``, best first."""
     with _weights(con, settings, [normalize_query(text)]):

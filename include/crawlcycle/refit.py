@@ -20,6 +20,14 @@ def record_model(con: duckdb.DuckDBPyConnection, cycle: int, model: str, feature
     return version
 
 
+def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: str) -> dict | None:
+    """Metrics of the newest fit of ``model`` up to ``cycle`` that holds ``key`` (fits without it had too little
+    data), or None."""
+    rows = con.execute("SELECT metrics FROM model_runs WHERE model = ? AND cycle <= ? AND json_exists(metrics, ?) "
+                       "ORDER BY cycle DESC LIMIT 1", [model, cycle, f"$.{key}"]).fetchall()
+    return json.loads(rows[0][0]) if rows else None
+
+
 def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     """In-degree and PageRank of every known URL, stored on the frontier rows."""
     urls = con.sql("SELECT url FROM frontier ORDER BY url").pl()["url"]

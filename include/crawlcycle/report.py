@@ -21,13 +21,30 @@ def cycle_summary(settings: Settings) -> pl.DataFrame:
     return summary.select(COLUMNS).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String))
 
 
+def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The latest cycle's most needy queries, and the head of the next batch with why each URL is in it."""
+    with connect(settings, read_only=True) as con:
+        needy = con.sql("SELECT rank, query, frequency, round(improvability, 3) AS improvability, "
+                        "round(neediness, 3) AS neediness FROM v_needy_queries LIMIT ?", params=[rows]).pl()
+        batch = con.sql("SELECT rank, url, round(priority, 4) AS priority, query_impact, "
+                        "round(prestige_part, 4) AS prestige_part, needy_queries[1:3] AS needy_queries "
+                        "FROM v_batch_explain WHERE cycle = (SELECT max(cycle) FROM batches) LIMIT ?",
+                        params=[rows]).pl()
+    return needy, batch
+
+
 def print_report(settings: Settings) -> None:
     df = cycle_summary(settings)
     if df.is_empty():
         print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
         return
+    needy, batch = steering(settings)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True, fmt_str_lengths=200):
+                   tbl_hide_column_data_types=True, fmt_str_lengths=80):
         print(df.drop("stage_seconds"))
-    for row in df.iter_rows(named=True):
-        print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
+        for row in df.iter_rows(named=True):
+            print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
+        print(f"needy queries of cycle {df['cycle'][-1]} (v_needy_queries):")
+        print(needy)
+        print("head of the next batch and why (v_batch_explain):")
+        print(batch)

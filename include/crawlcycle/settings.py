@@ -18,7 +18,9 @@ from typing import Any
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
-POLICIES = ("random", "bfs", "indegree", "pagerank")
+POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank")
+NORMALIZATIONS = ("max", "rank")
+IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot")
 
@@ -45,7 +47,7 @@ class Settings:
                        "replays of a fixed set of query-log partitions set it to the last one")
     seeds_file: str = _s("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
     query_log_dir: str = _s("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
-    policy: str = _s("bfs", "ordering policy: " + ", ".join(POLICIES))
+    policy: str = _s("hybrid", "ordering policy: " + ", ".join(POLICIES))
     batch_size: int = _s(400, "URLs fetched per cycle (c)")
     per_host_cap: int = _s(40, "most URLs of one host in one batch")
     shards: int = _s(4, "host shards per cycle; each is one mapped fetch/parse task")
@@ -91,6 +93,16 @@ class Settings:
     bm25_b: str = _s("title=0.5,anchor=0.5,text=0.75,url=0.5", "BM25F length normalisation b per field (0..1)")
     prestige_weight: float = _s(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)")
     bm25_depth: int = _s(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)")
+    # impact-driven ordering (policy hybrid)
+    ngram_max: int = _s(3, "g: word n-grams of length 1..g match needy queries to frontier URLs and anchors")
+    match_share: float = _s(1.0, "rho: a frontier page matches a query holding at least this share of its n-grams")
+    s_prime_queries: int = _s(2000, "queries of the partition whose crawled matches train the S' model each cycle")
+    hybrid_query_weight: float = _s(0.9, "weight of the normalised query-based impact in the hybrid priority")
+    hybrid_prestige_weight: float = _s(0.1, "weight of the normalised prestige-based impact in the hybrid priority")
+    hybrid_normalization: str = _s("max", "how both impacts are scaled to [0, 1] before mixing: max (divide by "
+                                   "the largest over the eligible frontier) or rank (percent rank)")
+    impact_signal: str = _s("views", "impact the prestige regression learns when the partition has impressions: "
+                            "views (times shown in the top K) or clicks")
     # demo web
     demo_hosts: int = _s(24, "hosts of the generated demo web")
     demo_pages: int = _s(2400, "pages of the generated demo web")
@@ -108,7 +120,8 @@ class Settings:
         for name in ("batch_size", "per_host_cap", "shards", "duckdb_threads", "max_body_bytes",
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
-                     "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth"):
+                     "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
+                     "ngram_max", "s_prime_queries"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
@@ -124,6 +137,16 @@ class Settings:
                     date.fromisoformat(value)
                 except ValueError:
                     bad(name, f"expected a date YYYY-MM-DD, got {value!r}")
+        if not 0 < self.match_share <= 1:
+            bad("match_share", f"must lie in (0, 1], got {self.match_share}")
+        for name in ("hybrid_query_weight", "hybrid_prestige_weight"):
+            if getattr(self, name) < 0:
+                bad(name, f"must not be negative, got {getattr(self, name)}")
+        if self.hybrid_query_weight + self.hybrid_prestige_weight <= 0:
+            bad("hybrid_query_weight", "hybrid_query_weight + hybrid_prestige_weight must be positive")
+        for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS)):
+            if getattr(self, name) not in allowed:
+                bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.bm25_k1 <= 0:
             bad("bm25_k1", f"must be positive, got {self.bm25_k1}")
         if self.prestige_weight < 0:

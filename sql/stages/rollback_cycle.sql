@@ -5,6 +5,8 @@ WHERE l.cycle = $cycle AND l.url = f.url AND l.outcome IN ('retry_pending', 'gon
   AND f.attempts > 0;
 UPDATE frontier SET status = 'unfetched', status_cycle = NULL, retry_after_cycle = NULL
 WHERE status_cycle = $cycle;
+DELETE FROM url_ngrams WHERE cycle = $cycle;
+UPDATE frontier SET ngram_cycle = NULL WHERE ngram_cycle = $cycle;
 DELETE FROM frontier WHERE first_seen_cycle = $cycle;
 DELETE FROM links WHERE cycle = $cycle;
 DELETE FROM url_rejects WHERE cycle = $cycle;
@@ -13,6 +15,7 @@ DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;
 DELETE FROM needy_queries WHERE cycle = $cycle;
+DELETE FROM sketches WHERE cycle = $cycle;
 DELETE FROM query_improvement WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE cycle = $cycle;

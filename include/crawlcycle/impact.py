@@ -1,0 +1,46 @@
+"""Query-based impact of frontier pages, from the sketches of the cycle's needy queries.
+
+For each needy query: the frontier pages eligible for the next batch that match it in the n-gram index
+(``ngram_index.match`` at rho = ``match_share``) get their S' (``score_model``); with the query's crawled top K
+(S, from ``query_results``) they form the candidates, and the best K by score are the query's sketch (table
+``sketches``). A frontier page's query-based impact is the summed frequency of the needy queries whose sketch
+holds it (temp table ``s_impact``, read by ``sql/policies/hybrid.sql``).
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from crawlcycle import prestige, score_model
+from crawlcycle.db import run_sql
+from crawlcycle.settings import Settings
+
+
+def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
+    """Replace cycle ``cycle``'s sketches (needs temp table ``eligible``); return the frontier pages in them."""
+    needy = con.sql("SELECT query FROM needy_queries WHERE cycle = ?", params=[cycle]).pl()["query"].to_list()
+    queries = score_model.stage_queries(needy)
+    run_sql(con, "impact/frontier_scope")
+    matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share)
+    frontier = (matched.with_columns(score=score_model.predict(con, cycle, matched))
+                .join(queries.select("qid", "query"), on="qid")
+                .select("query", "url", "score", crawled=pl.lit(False)))
+    crawled = con.sql("SELECT r.query, r.url, r.score, true AS crawled FROM query_results r "
+                      "SEMI JOIN needy_queries n ON n.cycle = r.cycle AND n.query = r.query WHERE r.cycle = ?",
+                      params=[cycle]).pl()
+    con.register("s_candidates", pl.concat([crawled, frontier], how="vertical_relaxed"))
+    try:
+        run_sql(con, "impact/write_sketches", cycle=cycle, top_k=settings.top_k)
+    finally:
+        con.unregister("s_candidates")
+    return con.execute("SELECT count(DISTINCT url) FROM sketches WHERE cycle = ? AND NOT crawled",
+                       [cycle]).fetchall()[0][0]
+
+
+def stage_hybrid(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, object]:
+    """Write the sketches and stage ``s_impact`` for ``sql/policies/hybrid.sql``; return that SQL's parameters."""
+    write_sketches(con, settings, cycle)
+    run_sql(con, "impact/query_impact", cycle=cycle)
+    return {"query_weight": settings.hybrid_query_weight, "prestige_weight": settings.hybrid_prestige_weight,
+            "normalization": settings.hybrid_normalization, **prestige.coefficients(con, cycle)}

@@ -1,0 +1,12 @@
+-- Content-independent features of the matched pairs staged in s_pairs (qid, seq, share, url_share,
+-- anchor_share, query_terms): what S' predicts S from. Host figures come from s_host_stats (host_stats.sql).
+SELECT p.qid, f.url, p.share, p.url_share, p.anchor_share, p.query_terms,
+       ln(1 + f.in_links) AS log_in_links,
+       ln(1 + f.pagerank * n.known) AS log_pagerank,
+       ln(1 + coalesce(h.pages, 0)) AS log_host_pages,
+       coalesce(h.shown_share, 0) AS host_shown_share
+FROM s_pairs p
+JOIN frontier f ON f.discovery_seq = p.seq
+LEFT JOIN s_host_stats h ON h.host = f.host
+CROSS JOIN (SELECT count(*) AS known FROM frontier) n
+ORDER BY p.qid, f.url;

@@ -1,0 +1,168 @@
+"""Impact-driven ordering on small hand-built crawl states in a real DuckDB file: the n-gram index and
+matching, the prestige regression, and the hybrid policy choosing what needy queries need."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from crawlcycle import cycle, ngram_index, policies, prestige, ranker
+from crawlcycle.db import connect, migrate
+from crawlcycle.materialize import materialize
+from crawlcycle.settings import Settings, load_settings
+
+DAY = date(2026, 11, 1)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Settings:
+    s = load_settings(overrides={"user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)",
+                                 "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data"),
+                                 "batch_size": 1, "needy_share": 1.0}, environ={})
+    with connect(s) as con:
+        migrate(con)
+        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, 'hybrid', 'running')",
+                    [DAY])
+    return s
+
+
+def add_urls(con: duckdb.DuckDBPyConnection, urls: list[str], cycle_no: int = 0) -> None:
+    con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
+                "SELECT u, split_part(u, '/', 3), ?, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + i, "
+                "'link' FROM (SELECT unnest(?) AS u, generate_subscripts(?, 1) AS i)", [cycle_no, urls, urls])
+
+
+def add_page(con: duckdb.DuckDBPyConnection, url: str, title: str, text: str) -> None:
+    con.execute("INSERT INTO pages (url, host, cycle, status, title, text, content_hash) "
+                "VALUES (?, ?, 1, 200, ?, ?, ?)", [url, url.split("/")[2], title, text, url])
+    con.execute("UPDATE frontier SET status = 'fetched', status_cycle = 1 WHERE url = ?", [url])
+
+
+def add_links(con: duckdb.DuckDBPyConnection, links: list[tuple[str, str, str]], cycle_no: int = 1) -> None:
+    con.executemany("INSERT INTO links (src, dst, anchor, cycle) VALUES (?, ?, ?, ?)",
+                    [(*link, cycle_no) for link in links])
+
+
+def test_ngrams_are_word_ngrams_of_the_terms_without_stopwords() -> None:
+    frame = pl.DataFrame({"k": [1, 2], "text": ["The Art of War guide", "war"]})
+    grams = ngram_index.ngrams(frame, "k", "text", 3)
+    got = {k: set(grams.filter(pl.col("k") == k)["gram"]) for k in (1, 2)}
+    assert got == {1: {"art", "war", "guide", "art war", "war guide", "art war guide"}, 2: {"war"}}
+    assert set(ngram_index.ngrams(frame, "k", "text", 1)["gram"]) == {"art", "war", "guide"}
+
+
+def test_matching_needs_rho_of_the_query_ngrams_from_url_or_anchors(state: Settings) -> None:
+    with connect(state) as con:
+        add_urls(con, ["http://a.test/judy-inklesmurf", "http://b.test/judy", "http://c.test/page"])
+        add_links(con, [("http://a.test/judy-inklesmurf", "http://c.test/page", "Inklesmurf, Judy")])
+        ngram_index.update(con, state, 1)
+        con.execute("CREATE TEMP TABLE s_scope AS SELECT discovery_seq AS seq FROM frontier")
+        q = pl.DataFrame({"qid": [0], "query": ["Judy Inklesmurf"]})
+        seq = dict(con.execute("SELECT discovery_seq, url FROM frontier").fetchall())
+
+        def matched(share: float) -> dict[str, tuple[float, float, float]]:
+            m = ngram_index.match(con, state, q, share)
+            return {seq[r["seq"]]: (r["share"], r["url_share"], r["anchor_share"]) for r in m.iter_rows(named=True)}
+
+        # 'judy', 'inklesmurf', 'judy inklesmurf': all three in a.test's URL; c.test's anchor lacks the bigram
+        assert matched(1.0) == {"http://a.test/judy-inklesmurf": (1.0, 1.0, 0.0)}
+        assert matched(0.5) == {"http://a.test/judy-inklesmurf": (1.0, 1.0, 0.0),
+                                "http://c.test/page": (pytest.approx(2 / 3), 0.0, pytest.approx(2 / 3))}
+        assert set(matched(0.3)) == {"http://a.test/judy-inklesmurf", "http://b.test/judy", "http://c.test/page"}
+
+
+def _index_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    return con.execute("SELECT DISTINCT gram, f.url, n.source FROM url_ngrams n JOIN frontier f "
+                       "ON f.discovery_seq = n.seq ORDER BY ALL").fetchall()
+
+
+def test_the_index_grows_incrementally_to_what_a_rebuild_gives(state: Settings, tmp_path: Path) -> None:
+    first, later = ["http://a.test/red-apple", "http://b.test/"], ["http://c.test/green-pear-tart"]
+    links1 = [("http://b.test/", "http://a.test/red-apple", "apples")]
+    links2 = [("http://a.test/red-apple", "http://c.test/green-pear-tart", "pear tart recipe"),
+              ("http://b.test/", "http://a.test/red-apple", "crisp red apples")]
+    with connect(state) as con:
+        add_urls(con, first)
+        add_links(con, links1, 1)
+        ngram_index.update(con, state, 1)
+        add_urls(con, later, 2)
+        add_links(con, links2, 2)
+        ngram_index.update(con, state, 2)
+        once = _index_rows(con)
+        ngram_index.update(con, state, 2)  # a re-run of the refit replaces its own rows
+        assert _index_rows(con) == once
+        assert con.execute("SELECT count(*) - count(DISTINCT (gram, seq, source)) FROM url_ngrams").fetchall()[0][0] \
+            == 0
+    rebuilt = load_settings(overrides={"user_agent": state.user_agent, "db_path": str(tmp_path / "re.duckdb"),
+                                       "data_dir": str(tmp_path / "re")}, environ={})
+    with connect(rebuilt) as con:
+        migrate(con)
+        add_urls(con, first + later)
+        add_links(con, links1 + links2, 1)
+        ngram_index.update(con, rebuilt, 1)
+        assert _index_rows(con) == once
+    assert ("crisp red", "http://a.test/red-apple", "anchor") in once
+    assert ("green pear tart", "http://c.test/green-pear-tart", "url") in once
+
+
+def test_prestige_regression_recovers_a_quadratic_from_impressions(state: Settings) -> None:
+    # views = 1 + 2 pr + pr^2 + in_links, pr = PageRank x known URLs
+    grid = [(k, links) for k in range(5) for links in range(4)]
+    urls = [f"http://p{k}.test/{links}" for k, links in grid]
+    with connect(state) as con:
+        add_urls(con, urls)
+        for (k, links), url in zip(grid, urls, strict=True):
+            add_page(con, url, f"page {k} {links}", "some words")
+            con.execute("UPDATE frontier SET pagerank = ? / 20.0, in_links = ? WHERE url = ?", [k, links, url])
+        ranker.index_pages(con, 1)
+        rows = [(DAY, "q", 1.0, f"2026-11-01 00:00:{i:02d}", url, 1, i % 2 == 0)
+                for (k, links), url in zip(grid, urls, strict=True) for i in range(1 + 2 * k + k * k + links)]
+        con.executemany("INSERT INTO query_log VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        metrics = prestige.fit(con, state, 1)
+        assert metrics["impact_source"] == "views" and metrics["r2"] == pytest.approx(1.0)
+        c = prestige.coefficients(con, 1)
+        assert [round(c[b], 6) for b in ("b0", "b1", "b2", "b11", "b12", "b22")] == [1, 2, 1, 1, 0, 0]
+
+
+def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(state: Settings) -> None:
+    hub, tail, plain = "http://news.test/hub", "http://wiki.test/people/4711", "http://wiki.test/people/4712"
+    crawled = [f"http://news.test/football/{i}" for i in range(30)]
+    with connect(state) as con:
+        add_urls(con, crawled + [hub, tail, plain, "http://blog.test/notes"])
+        for url in crawled:
+            add_page(con, url, "Football scores today", "football scores league results table")
+        add_page(con, "http://blog.test/notes", "Notes", "reading list")
+        add_links(con, [(src, hub, "home") for src in crawled]
+                  + [("http://blog.test/notes", tail, "Judy Inklesmurf biography"),
+                     ("http://blog.test/notes", plain, "another person")])
+        con.executemany("INSERT INTO query_log (partition, query, frequency) VALUES (?, ?, ?)",
+                        [(DAY, "football scores", 1000.0), (DAY, "judy inklesmurf", 3.0)])
+    cycle.refit_models(state, 1)
+    cycle.select_needy(state, 1)
+    cycle.score(state, 1)
+    cycle.materialize(state, 1)
+    with connect(state, read_only=True) as con:
+        assert con.execute("SELECT url FROM batches WHERE cycle = 2").fetchall() == [(tail,)]
+        explain = con.execute("SELECT url, query_impact, query_part, prestige_part, needy_queries "
+                              "FROM v_batch_explain WHERE cycle = 2").fetchall()
+        assert explain == [(tail, 3.0, 1.0, pytest.approx(explain[0][3]), ["judy inklesmurf"])]
+        scores = dict(con.execute("SELECT url, priority FROM frontier_scores WHERE cycle = 1").fetchall())
+        in_links = dict(con.execute("SELECT url, in_links FROM frontier").fetchall())
+        # the hub has the most prestige: first among pages no needy query reaches, behind the tail page
+        assert in_links[hub] == 30 and in_links[tail] == 1
+        assert scores[tail] > scores[hub] > scores[plain]
+        assert con.execute("SELECT query, url, crawled FROM sketches WHERE NOT crawled").fetchall() \
+            == [("judy inklesmurf", tail, False)]
+    # Ordered by PageRank alone, the hub goes first.
+    with connect(state) as con:
+        policies.score_frontier(con, load_settings(overrides={**_overrides(state), "policy": "pagerank"}, environ={}),
+                                1)
+        assert materialize(con, state, 1)["url"].to_list() == [hub]
+
+
+def _overrides(s: Settings) -> dict[str, object]:
+    return {"user_agent": s.user_agent, "db_path": s.db_path, "data_dir": s.data_dir, "batch_size": s.batch_size}
