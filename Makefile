@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: demo test lint ui report bench-fetch bench-parse lock clean
+.PHONY: demo test lint ui report bench-fetch bench-parse bench-score lock clean
 
 # The virtual environment is (re)built from the lock file whenever the lock or pyproject changes.
 $(VENV)/.installed: requirements.lock pyproject.toml
@@ -34,6 +34,9 @@ bench-fetch: $(VENV)/.installed
 
 bench-parse: $(VENV)/.installed
 	$(BIN)/python bench/parse.py
+
+bench-score: $(VENV)/.installed
+	$(BIN)/python bench/score.py
 
 # Re-resolve every pinned version (needs the package index); commit the result.
 lock:

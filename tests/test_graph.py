@@ -1,7 +1,11 @@
-import numpy as np
-import polars as pl
+from pathlib import Path
 
-from crawlcycle.graph import link_measures, pagerank
+import duckdb
+import numpy as np
+
+from crawlcycle.db import migrate
+from crawlcycle.graph import pagerank
+from crawlcycle.refit import refit_link_graph
 
 
 def _dense_pagerank(edges: list[tuple[int, int]], n: int, d: float = 0.85) -> np.ndarray:
@@ -27,11 +31,17 @@ def test_pagerank_matches_the_stationary_distribution() -> None:
     assert fit.iterations < 500 and abs(fit.scores.sum() - 1) < 1e-9
 
 
-def test_link_measures_count_distinct_linking_pages_and_ignore_unknown_urls() -> None:
-    urls = pl.Series(["a", "b", "c"])
-    links = pl.DataFrame({"src": ["a", "a", "b", "c", "x", "b"], "dst": ["b", "b", "c", "c", "b", "b"]})
-    measures, _ = link_measures(urls, links)
-    got = dict(zip(measures["url"], measures["in_links"], strict=True))
-    assert got == {"a": 0, "b": 1, "c": 1}  # duplicate a->b once, self-links and unknown x ignored
-    pr = dict(zip(measures["url"], measures["pagerank"], strict=True))
-    assert pr["c"] > pr["b"] > pr["a"]
+def test_in_links_count_distinct_linking_pages_in_the_crawl_database(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "crawl.duckdb"))
+    migrate(con)
+    con.executemany("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
+                    "VALUES (?, 'h', 0, ?, 'seed')", [(u, i) for i, u in enumerate(["a", "b", "c", "x"])])
+    # a -> b twice (two anchors), self-links, x -> b; x is then forgotten, so its link is not an edge
+    con.executemany("INSERT INTO links (src, dst, anchor, cycle) VALUES (?, ?, ?, 1)",
+                    [("a", "b", "one"), ("a", "b", "two"), ("b", "c", ""), ("c", "c", ""), ("b", "b", ""),
+                     ("x", "b", "")])
+    con.execute("DELETE FROM frontier WHERE url = 'x'")
+    metrics = refit_link_graph(con, 1)
+    rows = {u: (n, pr) for u, n, pr in con.execute("SELECT url, in_links, pagerank FROM frontier").fetchall()}
+    assert {u: n for u, (n, _) in rows.items()} == {"a": 0, "b": 1, "c": 1}
+    assert rows["c"][1] > rows["b"][1] > rows["a"][1] and metrics["edges"] == 2

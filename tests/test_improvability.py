@@ -62,3 +62,16 @@ def test_needy_queries_favour_improvable_tail_queries_once_fitted(settings: Sett
     # The head query's results score 9 (entrenched), the tail query has none: it is needier.
     assert needy["query"].to_list() == ["tail query", "head query"]
     assert needy["improvability"][0] > 7 and needy["improvability"][1] < 0.02
+
+
+def test_improvability_never_exceeds_k_new_results(settings: Settings) -> None:
+    day = date(2026, 11, 5)
+    with connect(settings) as con:
+        migrate(con)
+        con.execute("INSERT INTO query_log (partition, query, frequency) VALUES (?, 'well served', 5)", [day])
+        con.execute("INSERT INTO query_results VALUES (3, 'well served', 1, 'http://a.test/x', 9.0, 'reference')")
+        # a curve rising with the score: 2^9 = 512 new results predicted at score 9, more than K can hold
+        _history(con, [(2, f"q{x}", float(x), 2 ** x) for x in range(4)])
+        improvability.fit(con, 2)
+        needy = select_needy(con, settings.__class__(**{**settings.__dict__, "needy_share": 1.0}), 3, day)
+    assert needy["improvability"].to_list() == [settings.top_k]

@@ -34,6 +34,7 @@ def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.Duck
         "threads": settings.duckdb_threads,
         "temp_directory": str(tmp),
     })
+    con.execute("SET enable_progress_bar = false")  # its redraws would fill task logs and pipes
     try:
         yield con
     finally:

@@ -1,11 +1,10 @@
-"""Link-graph measures over everything known (crawled pages and frontier): in-degree and PageRank."""
+"""PageRank over the link graph of everything known (crawled pages and frontier)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 import scipy.sparse as sp
 
 
@@ -35,20 +34,3 @@ def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85, to
         if residual < tol:
             return PageRankFit(rank, it, residual)
     return PageRankFit(rank, max_iter, residual)
-
-
-def link_measures(urls: pl.Series, links: pl.DataFrame) -> tuple[pl.DataFrame, PageRankFit]:
-    """In-degree (distinct linking pages, self-links excluded) and PageRank of every URL in ``urls``.
-
-    ``links`` has columns src, dst; edges to or from URLs outside ``urls`` are ignored.
-    """
-    ids = pl.DataFrame({"url": urls}).with_row_index("id")
-    edges = (links.select("src", "dst").unique().filter(pl.col("src") != pl.col("dst"))
-             .join(ids.rename({"url": "src", "id": "s"}), on="src")
-             .join(ids.rename({"url": "dst", "id": "d"}), on="dst"))
-    s = edges["s"].to_numpy().astype(np.int64)
-    d = edges["d"].to_numpy().astype(np.int64)
-    fit = pagerank(s, d, ids.height)
-    indeg = np.bincount(d, minlength=ids.height)
-    return ids.select("url").with_columns(in_links=pl.Series(indeg, dtype=pl.Int32),
-                                           pagerank=pl.Series(fit.scores)), fit

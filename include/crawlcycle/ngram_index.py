@@ -22,6 +22,7 @@ from crawlcycle.db import query, run_sql, scalar
 from crawlcycle.ranker import terms
 from crawlcycle.settings import Settings
 
+ALL = 2**31 - 1  # no limit
 CHUNK_ROWS = 200_000  # URLs or links tokenized at once: bounds memory on a large first index
 
 
@@ -64,12 +65,14 @@ def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> di
             "ngram_rows": scalar(con, "SELECT count(*) FROM url_ngrams") - before}
 
 
-def match(con: duckdb.DuckDBPyConnection, settings: Settings, queries: pl.DataFrame, share: float) -> pl.DataFrame:
+def match(con: duckdb.DuckDBPyConnection, settings: Settings, queries: pl.DataFrame, share: float,
+          per_query: int = ALL, max_df: int = ALL) -> pl.DataFrame:
     """Pages of the temp table ``s_scope`` (seq) matching each query of ``queries`` (qid, query): (qid, seq,
     share, url_share, anchor_share), the shares of the query's n-grams found among the page's n-grams (all,
-    URL's, anchors'), for pages holding at least ``share`` of them."""
+    URL's, anchors'), for pages holding at least ``share`` of them; at most ``per_query`` pages per query.
+    Only n-grams on at most ``max_df`` URLs propose pages: a sample for training, not for sketches."""
     con.register("s_query_grams", ngrams(queries, "qid", "query", settings.ngram_max))
     try:
-        return query(con, "impact/match", share=share)
+        return query(con, "impact/match", share=share, per_query=per_query, max_df=max_df)
     finally:
         con.unregister("s_query_grams")

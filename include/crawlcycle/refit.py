@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 
 import duckdb
+import numpy as np
+import polars as pl
 
-from crawlcycle.db import query, scalar
-from crawlcycle.graph import link_measures
+from crawlcycle.db import run_sql, scalar, statements
+from crawlcycle.graph import pagerank
 
 
 def record_model(con: duckdb.DuckDBPyConnection, cycle: int, model: str, features: list[str],
@@ -29,14 +31,19 @@ def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: 
 
 
 def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
-    """In-degree and PageRank of every known URL, stored on the frontier rows."""
-    urls = con.sql("SELECT url FROM frontier ORDER BY url").pl()["url"]
-    measures, fit = link_measures(urls, query(con, "stages/link_graph"))
-    con.register("s_measures", measures)
+    """In-degree (distinct linking pages) and PageRank of every known URL, stored on the frontier rows."""
+    run_sql(con, "stages/link_ids")
+    n = scalar(con, "SELECT count(*) FROM r_ids")
+    (edges_sql,) = statements("stages/link_graph")
+    edges = con.sql(edges_sql).fetchnumpy()  # integer ids: a fraction of the memory of URL strings
+    src, dst = edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
+    fit = pagerank(src, dst, n)
+    con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
+                                             "pagerank": fit.scores}))
     con.execute("UPDATE frontier f SET in_links = m.in_links, pagerank = m.pagerank "
-                "FROM s_measures m WHERE f.url = m.url")
+                "FROM r_ids i JOIN s_measures m ON m.id = i.id WHERE f.url = i.url")
     con.unregister("s_measures")
-    metrics = {"nodes": measures.height, "edges": int(measures["in_links"].sum()),
-               "iterations": fit.iterations, "residual": fit.residual}
+    con.execute("DROP TABLE r_ids")
+    metrics = {"nodes": n, "edges": len(src), "iterations": fit.iterations, "residual": fit.residual}
     record_model(con, cycle, "pagerank", ["links"], metrics)
     return metrics

@@ -7,8 +7,9 @@ that some query of the cycle shows in its top K.
 
 Each refit trains gradient-boosted trees (scikit-learn ``HistGradientBoostingRegressor``) on crawled pages,
 where S is known: for up to ``s_prime_queries`` queries of the cycle's partition, up to ``PAIRS_PER_QUERY`` of
-the crawled pages sharing at least one n-gram with the query. One query in five is held out and the model's
-error on it is stored in ``model_runs`` with the model file (``<data_dir>/models/s_prime-<cycle>.pkl``).
+the crawled pages sharing an n-gram with the query (one found on at most ``PROPOSING_DF`` URLs). One query in
+five is held out, and the model's error on it is stored in ``model_runs`` with the model file
+(``<data_dir>/models/s_prime-<cycle>.pkl``).
 Until a model exists, S' is 0: a matched frontier page then enters a sketch only where the query has fewer
 than K crawled results.
 """
@@ -30,6 +31,8 @@ from crawlcycle.settings import Settings
 FEATURES = ["share", "url_share", "anchor_share", "query_terms", "log_in_links", "log_pagerank",
             "log_host_pages", "host_shown_share"]
 PAIRS_PER_QUERY = 200
+MIN_SHARE = 1e-9  # training pairs: any shared n-gram
+PROPOSING_DF = 5000  # n-grams on more URLs than this propose no training pairs
 MIN_PAIRS = 50  # fewer training pairs than this: no model this cycle
 HOLDOUT = 5  # every fifth query is held out for validation
 
@@ -41,9 +44,10 @@ def stage_queries(queries: list[str]) -> pl.DataFrame:
 
 
 def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, queries: pl.DataFrame,
-                  share: float) -> pl.DataFrame:
-    """Features (one row per qid, url) of the pages of ``s_scope`` matching ``queries`` at ``share``."""
-    pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share)
+                  share: float, **limits: int) -> pl.DataFrame:
+    """Features (one row per qid, url) of the pages of ``s_scope`` matching ``queries`` at ``share`` (``limits``:
+    those of ``ngram_index.match``)."""
+    pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share, **limits)
     pairs = pairs.join(queries.select("qid", "query_terms"), on="qid")
     run_sql(con, "impact/host_stats", cycle=cycle)
     con.register("s_pairs", pairs)
@@ -60,9 +64,9 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
                         params=[cycle, settings.s_prime_queries]).pl()["query"].to_list()
     queries = stage_queries(partition)
     run_sql(con, "impact/training_scope")
-    pairs = (pair_features(con, settings, cycle, queries, share=1e-9)
-             .with_columns(spread=pl.col("url").hash(seed=settings.random_seed))
-             .sort("qid", "spread").filter(pl.int_range(pl.len()).over("qid") < PAIRS_PER_QUERY).drop("spread"))
+    # Any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams on very many
+    # URLs propose none (the sample would cost a scan of much of the crawl per query).
+    pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
     scored = ranker.pair_scores(con, settings, queries["query"].to_list(), pairs.select("qid", "url"))
     data = pairs.join(scored, on=["qid", "url"]).sort("qid", "url")
     metrics: dict = {"queries": queries.height, "pairs": data.height}

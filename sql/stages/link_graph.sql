@@ -1,2 +1,5 @@
--- Edges among known URLs (crawled and frontier), nofollow links included: they are evidence of importance.
-SELECT DISTINCT src, dst FROM links;
+-- Distinct edges between known URLs (r_ids), self-links left out, nofollow links included: they are evidence of
+-- importance.
+SELECT DISTINCT s.id AS src, d.id AS dst
+FROM links l JOIN r_ids s ON s.url = l.src JOIN r_ids d ON d.url = l.dst
+WHERE l.src <> l.dst;

@@ -1,0 +1,277 @@
+"""Cost of one cycle's ordering stages (refit, select_needy, score, materialize) on a large synthetic crawl.
+
+    .venv/bin/python bench/score.py [--scale 1.0] [--dir DIR]
+
+Builds, in a fresh DuckDB file under ``--dir`` (default: a temporary folder), the state that cycle C = 6 finds
+after its update stage. Sizes at scale 1 (``--scale`` multiplies them): 1,000,000 frontier URLs on 20,000 hosts,
+200,000 crawled pages, 5,000,000 links, and a query-log partition of 100,000 distinct queries. Words come from a
+50,000-word vocabulary with Zipf frequencies; link targets follow a power law; anchors mostly repeat words of the
+URL they point at.
+
+History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram index and the ranker
+index of refit C-1, in-links and PageRank, plus synthetic top-10 results of C-1 and improvement history. Then
+cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs), and the
+stages of cycle C run with policy hybrid, each in its own process as Airflow runs them; each reports its wall
+time and its process's peak RSS.
+
+Reference, in the same run on a copy of the same state: score and materialize under the pure-SQL policy
+``indegree``.
+The goal at scale 1: the four stages together under 120 s on 2 cores, each under 4 GiB. The last line is
+``score_cycle_seconds=<refit + select_needy + score + materialize>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+
+from crawlcycle import ngram_index, ranker, refit
+from crawlcycle.cycle import CYCLE_STAGES
+from crawlcycle.db import connect, migrate
+from crawlcycle.settings import Settings, load_settings
+
+CYCLE = 6  # the timed cycle; 1..CYCLE-1 are history
+FIRST_INTERVAL = date(2026, 11, 1)
+SIZES = {"urls": 1_000_000, "pages": 200_000, "links": 5_000_000, "queries": 100_000, "hosts": 20_000}
+NEW_SHARE = 0.05  # share of the URLs, pages and links that cycle C's update brought
+VOCAB = 50_000
+STAGES = ("refit", "select_needy", "score", "materialize")
+BUDGET_S, BUDGET_RSS = 120.0, 4 << 30
+ROBOTS = "User-agent: *\nDisallow: /baba/\n"  # 'baba' is the most frequent word: some URLs of every host
+
+MACROS = (
+    "CREATE TEMP MACRO pick(a, b, n) AS (hash(a, b) % n)::BIGINT",  # uniform over 0..n-1
+    "CREATE TEMP MACRO unit(a, b) AS pick(a, b, 1000000) / 1000000.0",
+    # 0..n-1 with P(k) ~ 1 / (k + 1): Zipf
+    "CREATE TEMP MACRO zipf(a, b, n) AS floor(pow(n + 1, unit(a, b)))::BIGINT - 1",
+    # 0..n-1 with a power-law head: 1% of draws give 0 at n = 1M
+    "CREATE TEMP MACRO skew(a, b, n) AS floor(n * pow(unit(a, b), 3))::BIGINT",
+    "CREATE TEMP MACRO syl(j) AS "
+    "substr('bcdfghjklmnprstvwxyz', (j // 5)::INT + 1, 1) || substr('aeiou', (j % 5)::INT + 1, 1)",
+    # word of rank k: two or three syllables (distinct for k < 500,000), one word in 23 ending in a number
+    "CREATE TEMP MACRO word(k) AS syl(k % 100) || syl((k // 100) % 100) || "
+    "CASE WHEN k >= 10000 THEN syl(k // 10000) ELSE '' END || CASE WHEN k % 23 = 7 THEN (k % 97)::VARCHAR ELSE '' END",
+    f"CREATE TEMP MACRO words(a, b, n) AS array_to_string(list_transform(range(n), "
+    f"lambda j: word(zipf(a * 1000 + j, b, {VOCAB}))), ' ')",
+)
+
+# Every URL, numbered by discovery: the history's first, then those cycle C found. w1..w3: word ranks of the path.
+URLS = """
+CREATE TEMP TABLE u AS
+WITH cand AS (
+    SELECT i, 'h' || pick(i, 'host', $hosts) || '.bench.test' AS host,
+           zipf(i, 'w1', $vocab) AS w1, zipf(i, 'w2', $vocab) AS w2, zipf(i, 'w3', $vocab) AS w3
+    FROM range($urls + $urls // 50 + 100) t(i)
+), named AS (
+    SELECT *, 'http://' || host || '/' || word(w1) || '/' || word(w2) || '-' || word(w3) AS url FROM cand
+), kept AS (
+    SELECT * FROM named QUALIFY row_number() OVER (PARTITION BY url ORDER BY i) = 1 ORDER BY i LIMIT $urls
+), numbered AS (
+    SELECT row_number() OVER (ORDER BY i) AS seq, url, host, w1, w2, w3 FROM kept
+)
+SELECT *, CASE WHEN seq <= $old THEN (seq - 1) * $cycle // $old ELSE $cycle END AS first_seen FROM numbered
+"""
+
+# Crawled pages in crawl order (earlier discoveries first, loosely): the history's, then cycle C's batch.
+PAGES = """
+CREATE TEMP TABLE pg AS
+SELECT row_number() OVER (ORDER BY o) AS pidx, seq, url, host, w2, w3,
+       CASE WHEN row_number() OVER (ORDER BY o) <= $old
+            THEN first_seen + 1 + pick(seq, 'cycle', $cycle - 1 - first_seen) ELSE $cycle END AS cycle
+FROM (SELECT *, seq * unit(seq, 'crawl') AS o FROM u WHERE first_seen <= $cycle - 2 ORDER BY o LIMIT $pages)
+"""
+
+INSERT_PAGES = """
+INSERT INTO pages (url, host, cycle, status, content_type, title, text, lang, content_hash, noindex, bytes)
+SELECT url, host, cycle, 200, 'text/html', title, text, 'en', md5(text), false, 3 * length(text) + 2000
+FROM (SELECT *, word(w2) || ' ' || word(w3) || ' ' || words(seq, 'title', 1 + pick(seq, 'tn', 4)) AS title,
+             words(seq, 'text', 70 + pick(seq, 'xn', 21)) AS text
+      FROM pg WHERE cycle BETWEEN $lo AND $hi)
+"""
+
+# $count new distinct links from the pages crawled in cycles $lo..$hi to URLs 1..$targets, power-law over a scrambled
+# order of the targets; anchors: 1-3 words of the target URL's path, one in five other words.
+INSERT_LINKS = """
+INSERT INTO links (src, dst, anchor, nofollow, cycle)
+WITH cand AS (
+    SELECT p.url AS src, p.pidx * 1000 + r.j AS k,
+           1 + (skew(p.pidx * 1000 + r.j, 'dst', $targets) * 2147483647) % $targets AS dseq
+    FROM pg p CROSS JOIN range($per_page) r(j)
+    WHERE p.cycle BETWEEN $lo AND $hi
+), anchored AS (
+    SELECT c.src, d.url AS dst, c.k,
+           CASE pick(c.k, 'anchor', 10)
+               WHEN 0 THEN words(c.k, 'anchor', 1 + pick(c.k, 'an', 3))
+               WHEN 1 THEN words(c.k, 'anchor', 1 + pick(c.k, 'an', 3))
+               WHEN 2 THEN word(d.w1)
+               WHEN 3 THEN word(d.w3)
+               WHEN 4 THEN word(d.w1) || ' ' || word(d.w2) || ' ' || word(d.w3)
+               ELSE word(d.w2) || ' ' || word(d.w3) END AS anchor
+    FROM cand c JOIN u d ON d.seq = c.dseq
+)
+SELECT a.src, a.dst, a.anchor, false, $hi FROM anchored a
+ANTI JOIN links l ON l.src = a.src AND l.dst = a.dst AND l.anchor = a.anchor
+QUALIFY row_number() OVER (PARTITION BY a.src, a.dst, a.anchor ORDER BY a.k) = 1
+ORDER BY hash(a.k) LIMIT $count
+"""
+
+# Distinct queries of 1-3 words; frequencies fall as 1 / rank, ranks ordered by how often the query was drawn, so
+# queries of frequent words are frequent.
+QUERY_LOG = """
+INSERT INTO query_log (partition, query, frequency)
+SELECT $partition, query, ceil(10.0 * $queries / row_number() OVER (ORDER BY draws DESC, hash(query)))
+FROM (SELECT query, count(*) AS draws, min(i) AS first
+      FROM (SELECT i, words(i, 'query', 1 + pick(i, 'qn', 3)) AS query FROM range(2 * $queries) t(i))
+      GROUP BY query ORDER BY first LIMIT $queries)
+"""
+
+
+def sizes(scale: float) -> dict[str, int]:
+    n = {k: max(1, round(v * scale)) for k, v in SIZES.items()}
+    n.update({f"new_{k}": max(1, round(n[k] * NEW_SHARE)) for k in ("urls", "pages", "links")})
+    return n
+
+
+def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid") -> Settings:
+    return load_settings(environ={}, overrides={
+        "user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)", "db_path": str(folder / "crawl.duckdb"),
+        "data_dir": str(folder), "policy": policy, "batch_size": batch_size, "duckdb_threads": 2})
+
+
+def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int], say: Callable[[str], None]) -> None:
+    """Crawl state as cycle ``CYCLE``'s update stage leaves it."""
+    c, old_urls, old_pages = CYCLE, n["urls"] - n["new_urls"], n["pages"] - n["new_pages"]
+    partition = FIRST_INTERVAL + timedelta(days=c - 1)
+    migrate(con)
+    for macro in MACROS:
+        con.execute(macro)
+    con.execute("INSERT INTO cycles (cycle, interval_start, policy, status, started_at, finished_at, stage_seconds) "
+                "SELECT k, $first + (k - 1)::INT, 'hybrid', CASE WHEN k < $cycle THEN 'done' ELSE 'running' END, "
+                "now(), CASE WHEN k < $cycle THEN now() END, '{}' FROM range(1, $cycle + 1) t(k)",
+                {"first": FIRST_INTERVAL, "cycle": c})
+    con.execute(URLS, {"hosts": n["hosts"], "vocab": VOCAB, "urls": n["urls"], "old": old_urls, "cycle": c})
+    con.execute(PAGES, {"pages": n["pages"], "old": old_pages, "cycle": c})
+    say("URLs and pages drawn")
+    con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, status, status_cycle) "
+                "SELECT u.url, u.host, u.first_seen, u.seq, 'link', CASE WHEN p.cycle IS NULL THEN 'unfetched' "
+                "ELSE 'fetched' END, p.cycle FROM u LEFT JOIN pg p ON p.seq = u.seq AND p.cycle < $cycle "
+                "WHERE u.seq <= $old", {"old": old_urls, "cycle": c})
+    con.execute(INSERT_PAGES, {"lo": 1, "hi": c - 1})
+    con.execute("INSERT INTO hosts (host, robots_status, robots_fetched_at, robots_txt, delay, errors, updated_cycle) "
+                "SELECT DISTINCT host, 200, epoch(now()), $robots, 1.0, 0, $cycle - 1 FROM pg",
+                {"robots": ROBOTS, "cycle": c})
+    say(f"history: {old_urls} URLs, {old_pages} pages, hosts")
+    links = {"targets": old_urls, "per_page": n["links"] // n["pages"] + 6, "lo": 1, "hi": c - 1,
+             "count": n["links"] - n["new_links"]}
+    con.execute(INSERT_LINKS, links)
+    con.execute(QUERY_LOG, {"partition": partition, "queries": n["queries"]})
+    say(f"history: {links['count']} links (all of cycle {c - 1}), {n['queries']} queries")
+
+    grams = ngram_index.update(con, settings, c - 1)
+    say(f"history: n-gram index {grams}")
+    indexed = ranker.index_pages(con, c - 1)
+    say(f"history: ranker index {indexed}")
+    graph = refit.refit_link_graph(con, c - 1)
+    say(f"history: link graph {graph}")
+    # Top 10 of every query in cycle C-1, and improvement history for the improvability fit.
+    con.execute("INSERT INTO query_results (cycle, query, rank, url, score, source) "
+                "SELECT $cycle - 1, q.query, r.rank, p.url, round((20 - r.rank) * (0.5 + unit(q.query, 'score')), 6), "
+                "'reference' FROM (SELECT DISTINCT query FROM query_log) q CROSS JOIN range(1, 11) r(rank) "
+                "JOIN pg p ON p.pidx = 1 + pick(q.query, r.rank, $old)", {"cycle": c, "old": old_pages})
+    con.execute("INSERT INTO query_improvement (cycle, query, prior_avg_score, improvement) "
+                "SELECT k, query, x, floor(6 * exp(-x / 4) * unit(query, k + 100))::INT FROM "
+                "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
+                " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
+    say("history: results of cycle C-1 and improvement history")
+
+    # Cycle C's update: its batch crawled, their out-links, the URLs first found in them.
+    con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
+                "SELECT url, host, first_seen, seq, 'link' FROM u WHERE seq > $old", {"old": old_urls})
+    con.execute("UPDATE frontier SET status = 'fetched', status_cycle = $cycle "
+                "WHERE discovery_seq IN (SELECT seq FROM pg WHERE cycle = $cycle)", {"cycle": c})
+    con.execute(INSERT_PAGES, {"lo": c, "hi": c})
+    con.execute("INSERT INTO links (src, dst, anchor, nofollow, cycle) "
+                "SELECT p.url, u.url, word(u.w2) || ' ' || word(u.w3), false, $cycle FROM u "
+                "JOIN pg p ON p.pidx = $old_pages + 1 + u.seq % $new_pages WHERE u.seq > $old_urls",
+                {"cycle": c, "old_pages": old_pages, "new_pages": n["new_pages"], "old_urls": old_urls})
+    con.execute(INSERT_LINKS, {"targets": n["urls"], "per_page": n["new_links"] // n["new_pages"] + 6, "lo": c,
+                               "hi": c, "count": max(0, n["new_links"] - n["new_urls"])})
+    say(f"cycle {c} update: {n['new_pages']} pages, {n['new_links']} links, {n['new_urls']} new URLs")
+    con.execute("CHECKPOINT")
+
+
+def peak_rss() -> int:
+    """Peak resident set of this process in bytes. VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the
+    parent into a spawned process, so it would report this bench's own peak."""
+    return int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
+
+
+def run_stage(name: str, settings: Settings) -> tuple[float, int, object]:
+    """One stage of cycle ``CYCLE``, in a process of its own: (seconds, peak RSS bytes, the stage's result)."""
+    t = time.perf_counter()
+    result = CYCLE_STAGES[name](settings, CYCLE)
+    return time.perf_counter() - t, peak_rss(), result
+
+
+def in_child(name: str, settings: Settings) -> tuple[float, int, object]:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(run_stage, name, settings).result()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies URLs, pages, links, queries and hosts")
+    ap.add_argument("--dir", type=Path, help="folder for the database (default: a temporary one)")
+    args = ap.parse_args()
+    n = sizes(args.scale)
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        folder = Path(tmp)
+        settings = bench_settings(folder, n["new_pages"])
+        print(f"scale={args.scale} cycle={CYCLE} " + " ".join(f"{k}={v}" for k, v in n.items())
+              + f" cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} db={settings.db_path}", flush=True)
+        t0 = time.perf_counter()
+
+        def say(msg: str) -> None:
+            print(f"  [{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
+
+        with connect(settings) as con:
+            build(con, settings, n, say)
+        setup = time.perf_counter() - t0
+        print(f"setup_s={setup:.1f} db_MB={Path(settings.db_path).stat().st_size / 1e6:.0f}", flush=True)
+        # The reference starts from the same state: a copy, as the stages below rewrite what it would overwrite.
+        (folder / "reference").mkdir()
+        shutil.copy(settings.db_path, folder / "reference" / "crawl.duckdb")
+
+        seconds, peaks = {}, {}
+        for name in STAGES:
+            seconds[name], peaks[name], result = in_child(name, settings)
+            print(f"{name}: {seconds[name]:.2f} s, peak RSS {peaks[name] / (1 << 30):.2f} GiB, result {result}",
+                  flush=True)
+        reference = {}
+        indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree")
+        for name in ("score", "materialize"):
+            reference[name], _, _ = in_child(name, indegree)
+        print(f"reference (policy indegree, copy of the same state): score {reference['score']:.2f} s, "
+              f"materialize {reference['materialize']:.2f} s")
+    total, ref = sum(seconds.values()), sum(reference.values())
+    print(f"score_materialize_over_indegree={(seconds['score'] + seconds['materialize']) / ref:.2f}")
+    print(f"cycle_over_indegree={total / ref:.2f}")
+    print(f"peak_rss_GiB={max(peaks.values()) / (1 << 30):.2f} (goal {BUDGET_RSS / (1 << 30):.0f} GiB at scale 1)")
+    print(f"score_cycle_seconds={total:.2f}")
+    return 0 if args.scale < 1 or (total <= BUDGET_S and max(peaks.values()) <= BUDGET_RSS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
