@@ -1,7 +1,10 @@
 """crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.cycle.
 
-begin -> plan_shards -> fetch[shard] -> gate_fetch -> parse[shard] -> gate_parse -> update -> gate_update
--> refit -> select_needy -> score -> materialize -> gate_materialize -> close
+begin -> plan_shards -> fetch[shard] -> parse[shard] -> gate_shards -> update -> gate_update -> refit
+-> select_needy -> score -> materialize -> gate_materialize -> close
+
+gate_shards runs the fetch and the parse gates in one task: each gate task pays the import of Great
+Expectations, and the shards' output reaches the database only through update, after both gates.
 """
 
 from __future__ import annotations
@@ -73,10 +76,11 @@ def crawl_cycle() -> None:
         return cycle.parse(_run(parse_workers=1), shard_dir)
 
     @db_task(trigger_rule="none_failed")
-    def gate(stage: str, cycle_no: int, shard_dirs: list[str] | None = None) -> None:
+    def gate(stages: list[str], cycle_no: int, shard_dirs: list[str] | None = None) -> None:
         from crawlcycle import cycle
 
-        cycle.gate(_run(), stage, cycle_no, list(shard_dirs or []))
+        for name in stages:
+            print(cycle.gate(_run(), name, cycle_no, list(shard_dirs or [])).message(cycle_no))
 
     @db_task(trigger_rule="none_failed")
     def update(cycle_no: int, shard_dirs: list[str]) -> dict:
@@ -93,14 +97,12 @@ def crawl_cycle() -> None:
     cycle_no = begin()
     fetched = fetch.expand(shard_dir=plan_shards(cycle_no))
     parsed = parse.expand(shard_dir=fetched)
-    chain(gate.override(task_id="gate_fetch")("fetch", cycle_no, fetched), parsed)
-    updated = update(cycle_no, parsed)
     chain(
-        gate.override(task_id="gate_parse")("parse", cycle_no, parsed),
-        updated,
-        gate.override(task_id="gate_update")("update", cycle_no),
+        gate.override(task_id="gate_shards")(["fetch", "parse"], cycle_no, parsed),
+        update(cycle_no, parsed),
+        gate.override(task_id="gate_update")(["update"], cycle_no),
         *[stage.override(task_id=name)(name, cycle_no) for name in ("refit", "select_needy", "score", "materialize")],
-        gate.override(task_id="gate_materialize")("materialize", cycle_no),
+        gate.override(task_id="gate_materialize")(["materialize"], cycle_no),
         stage.override(task_id="close")("close", cycle_no),
     )
 

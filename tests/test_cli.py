@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,9 @@ def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
     assert "cycle 1:" in res.stdout and "next batch" in res.stdout
     report = _run("report", config=cfg).stdout
     assert "2026-11-01" in report and "done" in report
+    # the gates' cost, GX import apart: this process-per-command run paid the import in its cycle's first gate
+    gates = re.search(r"cycle 1 quality gates: validation ([\d.]+) s \+ GX import ([\d.]+) s, (\d+) % of", report)
+    assert gates and float(gates[1]) > 0 and float(gates[2]) > 0
     # the report ends with the head of the next batch, whose first URL is the batch's rank 1
     with connect(settings, read_only=True) as con:
         first = con.execute("SELECT url FROM batches WHERE cycle = 2 AND rank = 1").fetchall()[0][0]

@@ -12,7 +12,6 @@ import pytest
 
 from crawlcycle import cycle
 from crawlcycle.db import connect
-from crawlcycle.quality import GateFailed
 from crawlcycle.robots import RobotsRules
 from crawlcycle.settings import Settings
 from tests.tables import table_digest
@@ -89,40 +88,9 @@ def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str)
         assert [key(r) for r in rows] == sorted((key(r) for r in rows), reverse=True)
 
 
-def test_a_gate_stops_a_bad_batch(settings: Settings) -> None:
-    cycle.init(settings)
-    cycle.run_cycle(settings, DAY1, progress=lambda m: None)
-    with connect(settings) as con:
-        con.execute("INSERT INTO batches SELECT 2, url, host, 999, 'bfs', 0, NULL FROM pages LIMIT 2")
-    with pytest.raises(GateFailed, match=r"batch_not_crawled: 2 rows"):
-        cycle.gate(settings, "materialize", 1)
-
-
 def test_a_cycle_waits_for_the_one_before(settings: Settings) -> None:
     cycle.init(settings)
     assert cycle.begin(settings, DAY1) == 1
     with pytest.raises(cycle.CycleOrderError, match=r"cycle 1 \(interval 2026-11-01\) has not finished"):
         cycle.begin(settings, DAY2)
     assert cycle.begin(settings, DAY1) == 1  # the unfinished interval itself may run again
-
-
-def test_the_fetch_gate_catches_requests_squeezed_closer_than_the_delay(settings: Settings) -> None:
-    import polars as pl
-
-    settings = replace(settings, min_delay=0.1, batch_size=8)
-    cycle.init(settings)
-    cycle_no = cycle.begin(settings, DAY1)
-    shards = cycle.plan_shards(settings, cycle_no)
-    for d in shards:
-        cycle.fetch(settings, d)
-    cycle.gate(settings, "fetch", cycle_no, shards)  # the real fetch is polite
-    path = next(p for p in (Path(d) / "requests.parquet" for d in shards) if pl.read_parquet(p).height >= 2)
-    reqs = pl.read_parquet(path).sort("host", "started_at").with_row_index("i")
-    host = reqs.group_by("host").len().filter(pl.col("len") >= 2)["host"][0]
-    first, second = reqs.filter(pl.col("host") == host).head(2).iter_rows(named=True)
-    squeezed = reqs.with_columns(started_at=pl.when(pl.col("i") == second["i"])
-                                 .then(first["finished_at"] + settings.min_delay / 2)
-                                 .otherwise(pl.col("started_at"))).drop("i")
-    squeezed.write_parquet(path)
-    with pytest.raises(GateFailed, match=r"host_gap_respected: 1 rows"):
-        cycle.gate(settings, "fetch", cycle_no, shards)

@@ -12,8 +12,8 @@ from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
-DB_TASKS = {"begin", "plan_shards", "gate_fetch", "gate_parse", "update", "gate_update", "refit", "select_needy",
-            "score", "materialize", "gate_materialize", "close"}
+DB_TASKS = {"begin", "plan_shards", "gate_shards", "update", "gate_update", "refit", "select_needy", "score",
+            "materialize", "gate_materialize", "close"}
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def test_dag_imports_cleanly_and_wires_every_stage(dagbag, settings: Settings) -
     assert not Path(settings.db_path).exists()  # parsing the DAG file did no work
     # fetch and parse are mapped over host shards; everything downstream of the gates waits for them.
     assert tasks["fetch"].is_mapped and tasks["parse"].is_mapped
-    assert tasks["gate_fetch"].downstream_task_ids >= {"parse"}
+    assert tasks["gate_shards"].upstream_task_ids >= {"parse"} and "update" in tasks["gate_shards"].downstream_task_ids
     assert {"materialize"} <= tasks["gate_materialize"].upstream_task_ids
 
 
@@ -56,3 +56,6 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
         worst = con.execute("SELECT max(n) FROM (SELECT count(*) n FROM batches WHERE cycle = 3 GROUP BY host)")
         assert worst.fetchall()[0][0] <= settings.per_host_cap
         assert con.execute("SELECT count(*) FROM links").fetchall()[0][0] > 50
+        # all four gates validated both cycles and passed
+        assert con.execute("SELECT count(DISTINCT (cycle, gate)), bool_and(success) FROM dq_results").fetchall() \
+            == [(8, True)]

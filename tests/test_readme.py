@@ -17,3 +17,11 @@ def test_quick_start_is_two_commands() -> None:
     block = README.split("## Quick start", 1)[1].split("```", 2)[1]
     commands = [line for line in block.splitlines()[1:] if line.strip() and not line.startswith("#")]
     assert commands == ["make demo", "make test"]
+
+
+def test_gate_table_lists_every_check() -> None:
+    from crawlcycle.gate_suites import suites
+    from crawlcycle.settings import Settings
+
+    rows = re.findall(r"^\| (\w+) \| `(\w+)` \| (.+) \|$", README, flags=re.MULTILINE)
+    assert rows == [(g, c.name, c.meaning) for g, cs in suites(Settings()).items() for c in cs]

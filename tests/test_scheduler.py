@@ -58,7 +58,7 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
     assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert all(ti["state"] == "success" for ti in tis), [(t["task_id"], t["state"]) for t in tis]
     db_spans = sorted(_span(ti) for ti in tis if ti["pool"] == DUCKDB_POOL)
-    assert len(db_spans) == 2 * 12
+    assert len(db_spans) == 2 * 11
     # The one-slot pool serialises every DuckDB task, across runs too.
     assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(db_spans, db_spans[1:], strict=False))
     fetches = [_span(ti) for ti in tis if ti["task_id"] == "fetch"]

@@ -8,6 +8,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
+from crawlcycle.gate_suites import STAGES
 from crawlcycle.settings import SETTING_NAMES, Settings, SettingsError, describe, load_settings
 
 
@@ -57,6 +58,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     from crawlcycle.report import print_report
 
     print_report(_settings(args))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from crawlcycle import cycle
+    from crawlcycle.quality import GateFailed
+
+    settings = _settings(args)
+    shards = sorted(str(d) for d in cycle.cycle_dir(settings, args.cycle).glob("shard-*"))
+    if args.stage in ("fetch", "parse") and not shards:
+        print(f"no shard files of cycle {args.cycle} in {cycle.cycle_dir(settings, args.cycle)}", file=sys.stderr)
+        return 2
+    try:
+        print(cycle.gate(settings, args.stage, args.cycle, shards).message(args.cycle))
+    except GateFailed as e:
+        print(e)
+        return 1
     return 0
 
 
@@ -144,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("cycle", cmd_cycle, "run one whole crawl cycle in this process (no scheduler needed)")
     p.add_argument("--date", help="data interval start, YYYY-MM-DD: selects the query-log partition (default today)")
     add("report", cmd_report, "print the per-cycle summary")
+    p = add("check", cmd_check, "run one quality gate on a cycle's output; exit 1 when it fails")
+    p.add_argument("stage", choices=STAGES, help="the gate: the stage whose output it checks")
+    p.add_argument("--cycle", type=int, required=True, help="cycle number (see `crawlcycle report`)")
     p = add("fetch", cmd_fetch, "fetch a list of URLs under the crawl's politeness rules")
     p.add_argument("--urls", required=True, help="file of URLs, one per line")
     p.add_argument("--out", required=True, help="output folder for *.warc.gz and fetch_log.parquet")

@@ -1,26 +1,35 @@
-"""Data-quality gates between stages.
+"""Data-quality gates between stages, validated with Great Expectations (GX 1.x).
 
-Each expectation is a SQL file ``sql/gates/<stage>/<expectation>.sql`` that selects the rows
-violating it; a gate passes when every expectation selects nothing. Fetch and parse gates read the
-shards' Parquet files (staged as ``g_*`` views); update and materialize gates read the tables.
-Results go to ``dq_results``; a failing gate raises :class:`GateFailed` naming each failed
-expectation, how many rows, and a few examples.
+A gate selects its datasets with DuckDB (``sql/gates/<gate>/*.sql``; fetch and parse read the shards' Parquet
+files staged as ``g_*`` views, update and materialize read the tables), hands them to GX as pandas frames
+and validates the suites of ``crawlcycle.gate_suites``. Every check's outcome goes to ``dq_results``; GX
+renders the whole validation as HTML data docs under ``<data_dir>/quality/<cycle>/<gate>/``. A failing check
+raises :class:`GateFailed` naming it, its failing rows and a few examples, unless ``gate_warn`` names it.
+
+Importing GX takes several seconds per process: :func:`load_gx` imports it on the first gate a process runs, so
+that callers can time the import apart from validation.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import duckdb
 
 from crawlcycle.canonical import UrlRejected, canonicalize, host_of
-from crawlcycle.db import SQL_DIR, execute, statements
+from crawlcycle.db import execute, statements
+from crawlcycle.gate_suites import STAGES, Check, check_names, suites
 from crawlcycle.materialize import stored_robots_rules
 from crawlcycle.settings import Settings
 
-STAGES = ("fetch", "parse", "update", "materialize")
 _EXAMPLES = 3
+_log = logging.getLogger(__name__)
 
 # Shard files each gate reads, and the columns an empty stand-in must have when a cycle has no shards.
 _SHARD_VIEWS = {
@@ -28,34 +37,56 @@ _SHARD_VIEWS = {
                                                    "error_class VARCHAR, content_type VARCHAR"),
               "g_requests": ("requests.parquet", "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
               "g_hosts": ("hosts.parquet", "host VARCHAR, crawl_delay DOUBLE")},
-    "parse": {"g_pages": ("pages.parquet", "url VARCHAR"),
+    "parse": {"g_pages": ("pages.parquet", "url VARCHAR, status INTEGER, content_type VARCHAR, text VARCHAR, "
+                                           "n_links INTEGER"),
               "g_links": ("links.parquet", "src VARCHAR, dst VARCHAR, anchor VARCHAR")},
 }
 
 
 class GateFailed(RuntimeError):
-    """A quality gate found bad data; the message says which expectation and which rows."""
+    """A quality gate found bad data; the message says which check and which rows."""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    expectation: str
+    check: str
+    success: bool
     failed_rows: int
-    examples: list[tuple]
-    columns: list[str]
-
-    @property
-    def success(self) -> bool:
-        return self.failed_rows == 0
+    examples: list[dict[str, Any]]
+    observed: str | None  # aggregate checks: the value they judged
+    severity: str  # fail | warn
 
     def describe(self) -> str:
-        shown = "; ".join(", ".join(f"{c}={v}" for c, v in zip(self.columns, row, strict=True))
-                          for row in self.examples)
-        return f"{self.expectation}: {self.failed_rows} rows, e.g. {shown}"
+        if self.observed is not None:
+            return f"{self.check}: observed {self.observed}"
+        shown = "; ".join(", ".join(f"{k}={v}" for k, v in row.items()) for row in self.examples)
+        return f"{self.check}: {self.failed_rows} rows, e.g. {shown}"
 
 
-def expectations(stage: str) -> list[str]:
-    return sorted(p.stem for p in (SQL_DIR / "gates" / stage).glob("*.sql"))
+@dataclass(frozen=True)
+class GateReport:
+    gate: str
+    outcomes: list[Outcome]
+    report: Path
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.success and o.severity == "fail"]
+
+    def message(self, cycle: int) -> str:
+        bad = [o for o in self.outcomes if not o.success]
+        head = f"gate {self.gate} {'failed' if self.failed else 'passed'} for cycle {cycle}"
+        lines = [f"{head}: {len(self.outcomes) - len(bad)}/{len(self.outcomes)} checks passed"]
+        lines += [f"  {o.severity.upper()} {o.describe()}" for o in bad]
+        return "\n".join(lines + [f"  report: {self.report / 'index.html'}"])
+
+
+@cache
+def load_gx() -> ModuleType:
+    """GX, imported on first use in this process (several seconds; later calls are free)."""
+    import great_expectations as gx
+
+    return gx
 
 
 def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: list[Path]) -> None:
@@ -74,9 +105,9 @@ def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: l
 def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
     rules = stored_robots_rules(con, settings)
 
-    def canon(url: str) -> str | None:
+    def canon(url: str | None) -> str | None:
         try:
-            return canonicalize(url, settings=settings)
+            return canonicalize(url, settings=settings) if url is not None else None
         except UrlRejected:
             return None
 
@@ -88,39 +119,98 @@ def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
     con.create_function("robots_allowed", robots_allowed, ["VARCHAR"], "BOOLEAN")
 
 
-def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cycle: int,
-             shard_dirs: list[Path]) -> list[Outcome]:
-    """Evaluate every expectation of ``stage`` without recording anything."""
-    if stage not in STAGES:
-        raise ValueError(f"unknown gate {stage!r}; choose one of {', '.join(STAGES)}")
+def _severities(settings: Settings) -> dict[str, str]:
+    warn = [n.strip() for n in settings.gate_warn.split(",") if n.strip()]
+    unknown = sorted(set(warn) - set(check_names()))
+    if unknown:
+        raise ValueError(f"setting gate_warn: unknown checks {', '.join(unknown)}; known: {', '.join(check_names())}")
+    return dict.fromkeys(warn, "warn")
+
+
+def _datasets(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cycle: int,
+              shard_dirs: list[Path], checks: list[Check]) -> dict[str, Any]:
+    """The pandas frame of every dataset the checks read."""
     _stage_shard_views(con, stage, shard_dirs)
     _register_functions(con, settings)
-    params = {"cycle": cycle, "batch_size": settings.batch_size, "per_host_cap": settings.per_host_cap,
-              "min_delay": settings.min_delay, "max_delay": settings.max_delay}
-    outcomes = []
+    params = {"cycle": cycle, "min_delay": settings.min_delay, "max_delay": settings.max_delay}
     try:
-        for name in expectations(stage):
-            (stmt,) = statements(f"gates/{stage}/{name}")
-            cur = execute(con, f"SELECT * FROM ({stmt})", **params)
-            columns = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-            outcomes.append(Outcome(name, len(rows), rows[:_EXAMPLES], columns))
+        return {name: execute(con, statements(f"gates/{stage}/{name}")[0], **params).df()
+                for name in dict.fromkeys(c.dataset for c in checks)}
     finally:
         con.remove_function("canon")
         con.remove_function("robots_allowed")
-    return outcomes
+
+
+def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cycle: int,
+             shard_dirs: list[Path]) -> GateReport:
+    """Validate every check of gate ``stage`` with GX and write its HTML report; record nothing."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown gate {stage!r}; choose one of {', '.join(STAGES)}")
+    severity = _severities(settings)
+    checks = suites(settings)[stage]
+    gx = load_gx()
+    from great_expectations.data_context.types.base import ProgressBarsConfig  # loaded with gx: free
+
+    frames = _datasets(con, settings, stage, cycle, shard_dirs, checks)
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    report = Path(settings.data_dir) / "quality" / f"{cycle:05d}" / stage
+    shutil.rmtree(report, ignore_errors=True)  # a re-run's report replaces the earlier one
+    for site in context.get_site_names():
+        context.delete_data_docs_site(site)
+    context.add_data_docs_site(site_name="gates", site_config={
+        "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(report)}})
+    source = context.data_sources.add_pandas(stage)
+    outcomes: dict[str, Outcome] = {}
+    for dataset, frame in frames.items():
+        mine = [c for c in checks if c.dataset == dataset]
+        skipped = [c for c in mine if c.sample and len(frame) < settings.gate_min_sample]
+        for c in skipped:
+            outcomes[c.name] = Outcome(c.name, True, 0, [], f"skipped: {len(frame)} rows, fewer than "
+                                       f"gate_min_sample ({settings.gate_min_sample})", severity.get(c.name, "fail"))
+        suite = context.suites.add(gx.ExpectationSuite(name=f"{stage}.{dataset}"))
+        run = [c for c in mine if c not in skipped]
+        for c in run:
+            suite.add_expectation(getattr(gx.expectations, c.expectation)(**c.kwargs, meta={"check": c.name,
+                                                                                            "meaning": c.meaning}))
+        batch = source.add_dataframe_asset(dataset).add_batch_definition_whole_dataframe("all rows")
+        result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=batch, suite=suite).run(
+            batch_parameters={"dataframe": frame},
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": _EXAMPLES})
+        for r in result.results:
+            name = r.expectation_config.meta["check"]
+            outcomes[name] = _outcome(name, r, frame, severity.get(name, "fail"))
+    context.build_data_docs()
+    ordered = [outcomes[c.name] for c in checks]
+    return GateReport(stage, ordered, report)
+
+
+def _outcome(name: str, r: Any, frame: Any, severity: str) -> Outcome:
+    res = r.result or {}
+    if r.exception_info and r.exception_info.get("raised_exception"):
+        return Outcome(name, False, 0, [], f"error: {r.exception_info.get('exception_message')}", severity)
+    if "unexpected_count" in res:
+        rows = [i for i in res.get("partial_unexpected_index_list") or [] if i in frame.index][:_EXAMPLES]
+        examples = frame.loc[rows].to_dict("records")
+        return Outcome(name, bool(r.success), int(res["unexpected_count"]), examples, None, severity)
+    observed = res.get("observed_value")
+    return Outcome(name, bool(r.success), 0 if r.success else 1, [],
+                   f"{observed:.4g}" if isinstance(observed, float) else str(observed), severity)
 
 
 def run_gate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cycle: int,
-             shard_dirs: list[Path]) -> list[Outcome]:
-    """Evaluate, store in dq_results (replacing this gate's earlier rows), and raise on failure."""
-    outcomes = evaluate(con, settings, stage, cycle, shard_dirs)
+             shard_dirs: list[Path]) -> GateReport:
+    """Evaluate, store in dq_results (replacing this gate's earlier rows), log, and raise on failure."""
+    gate = evaluate(con, settings, stage, cycle, shard_dirs)
     con.execute("DELETE FROM dq_results WHERE cycle = ? AND gate = ?", [cycle, stage])
-    con.executemany("INSERT INTO dq_results (cycle, gate, expectation, success, severity, failed_rows, examples) "
-                    "VALUES (?, ?, ?, ?, 'fail', ?, ?)",
-                    [[cycle, stage, o.expectation, o.success, o.failed_rows, o.describe() if o.failed_rows else None]
-                     for o in outcomes])
-    failed = [o for o in outcomes if not o.success]
-    if failed:
-        raise GateFailed(f"gate {stage} failed for cycle {cycle}: " + " | ".join(o.describe() for o in failed))
-    return outcomes
+    con.executemany("INSERT INTO dq_results (cycle, gate, expectation, success, severity, failed_rows, examples, "
+                    "observed, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [[cycle, stage, o.check, o.success, o.severity, o.failed_rows,
+                      o.describe() if o.examples else None, o.observed, str(gate.report / "index.html")]
+                     for o in gate.outcomes])
+    message = gate.message(cycle)
+    _log.log(logging.WARNING if any(not o.success for o in gate.outcomes) else logging.INFO, message)
+    if gate.failed:
+        raise GateFailed(message)
+    return gate

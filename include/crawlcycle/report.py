@@ -13,12 +13,24 @@ COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched
            "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
 
 
+def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> str:
+    """The gates' validation seconds, their GX import seconds apart, and their share of the cycle's wall time."""
+    imports = sum(v for k, v in stage_seconds.items() if k.startswith("gate_") and k.endswith("_import"))
+    checks = sum(v for k, v in stage_seconds.items() if k.startswith("gate_") and not k.endswith("_import"))
+    share = f", {100 * (checks + imports) / cycle_seconds:.0f} % of the cycle's {cycle_seconds:.0f} s" \
+        if cycle_seconds else ""
+    return f"validation {checks:.1f} s + GX import {imports:.1f} s{share}"
+
+
 def cycle_summary(settings: Settings) -> pl.DataFrame:
     with connect(settings, read_only=True) as con:
         summary = con.sql("SELECT * FROM v_cycle_summary").pl()
         stages = con.sql("SELECT cycle, stage_seconds FROM cycles ORDER BY cycle").pl()
-    timing = [", ".join(f"{k} {v:.1f}s" for k, v in json.loads(s or "{}").items()) for s in stages["stage_seconds"]]
-    return summary.select(COLUMNS).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String))
+    parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
+    timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
+    gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
+    return summary.select(COLUMNS).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String),
+                                                gates=pl.Series(gates, dtype=pl.String))
 
 
 def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -41,9 +53,10 @@ def print_report(settings: Settings) -> None:
     needy, batch = steering(settings)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True, fmt_str_lengths=80):
-        print(df.drop("stage_seconds"))
+        print(df.drop("stage_seconds", "gates"))
         for row in df.iter_rows(named=True):
             print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
+            print(f"cycle {row['cycle']} quality gates: {row['gates']}")
         print(f"needy queries of cycle {df['cycle'][-1]} (v_needy_queries):")
         print(needy)
         print("head of the next batch and why (v_batch_explain):")

@@ -103,6 +103,13 @@ class Settings:
                                    "the largest over the eligible frontier) or rank (percent rank)")
     impact_signal: str = _s("views", "impact the prestige regression learns when the partition has impressions: "
                             "views (times shown in the top K) or clicks")
+    # quality gates
+    gate_warn: str = _s("", "comma-separated gate checks whose failure is recorded and logged but does not stop "
+                        "the cycle (names as in dq_results.expectation)")
+    gate_max_error_share: float = _s(0.5, "fetch gate: most failed fetches (error class or status >= 400) in a batch")
+    gate_max_empty_text_share: float = _s(0.5, "parse gate: most 2xx HTML pages without main text")
+    gate_min_links_per_page: float = _s(1.0, "parse gate: fewest out-links per 2xx HTML page on average")
+    gate_min_sample: int = _s(20, "distribution checks skip datasets with fewer rows than this")
     # demo web
     demo_hosts: int = _s(24, "hosts of the generated demo web")
     demo_pages: int = _s(2400, "pages of the generated demo web")
@@ -121,7 +128,7 @@ class Settings:
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
                      "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
-                     "ngram_max", "s_prime_queries"):
+                     "ngram_max", "s_prime_queries", "gate_min_sample"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
@@ -137,6 +144,11 @@ class Settings:
                     date.fromisoformat(value)
                 except ValueError:
                     bad(name, f"expected a date YYYY-MM-DD, got {value!r}")
+        for name in ("gate_max_error_share", "gate_max_empty_text_share"):
+            if not 0 <= getattr(self, name) <= 1:
+                bad(name, f"must lie in [0, 1], got {getattr(self, name)}")
+        if self.gate_min_links_per_page < 0:
+            bad("gate_min_links_per_page", f"must not be negative, got {self.gate_min_links_per_page}")
         if not 0 < self.match_share <= 1:
             bad("match_share", f"must lie in (0, 1], got {self.match_share}")
         for name in ("hybrid_query_weight", "hybrid_prestige_weight"):

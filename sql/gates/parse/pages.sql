@@ -1,0 +1,2 @@
+-- The shards' parsed pages.
+SELECT url, status, content_type FROM g_pages;
