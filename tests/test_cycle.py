@@ -74,7 +74,7 @@ def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> No
     assert table_digest(settings) == before
 
 
-@pytest.mark.parametrize("policy", ["hybrid", "bfs", "indegree", "pagerank", "random"])
+@pytest.mark.parametrize("policy", ["hybrid", "bfs", "indegree", "pagerank", "random", "opic", "rw", "rw_eg"])
 def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str) -> None:
     s = replace(settings, policy=policy)
     cycle.init(s)

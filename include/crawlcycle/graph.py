@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import scipy.sparse as sp
+
+from crawlcycle.db import run_sql, scalar, statements
 
 
 @dataclass(frozen=True)
@@ -34,3 +37,12 @@ def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85, to
         if residual < tol:
             return PageRankFit(rank, it, residual)
     return PageRankFit(rank, max_iter, residual)
+
+
+def known_graph(con: duckdb.DuckDBPyConnection) -> tuple[int, np.ndarray, np.ndarray]:
+    """Number the known URLs (temp table ``r_ids``: url, id; the caller drops it); return (n, src, dst) of the
+    distinct links between them, as integer ids: a fraction of the memory of URL strings."""
+    run_sql(con, "stages/link_ids")
+    (edges_sql,) = statements("stages/link_graph")
+    edges = con.sql(edges_sql).fetchnumpy()
+    return scalar(con, "SELECT count(*) FROM r_ids"), edges["src"].astype(np.int64), edges["dst"].astype(np.int64)

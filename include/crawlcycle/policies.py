@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import duckdb
 
-from crawlcycle import impact
+from crawlcycle import impact, opic, random_walk
 from crawlcycle.db import SQL_DIR, execute, run_sql, scalar, statements
 from crawlcycle.settings import Settings
 
-STAGE = {"hybrid": impact.stage_hybrid}
+STAGE = {"hybrid": impact.stage_hybrid, "opic": opic.stage_opic, "rw": random_walk.stage_rw,
+         "rw_eg": random_walk.stage_rw_eg}
 
 
 def available() -> list[str]:

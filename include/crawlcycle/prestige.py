@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+import polars as pl
 
 from crawlcycle.db import query, scalar
 from crawlcycle.query_log import page_impressions
@@ -24,8 +25,9 @@ TERMS = ["pagerank", "in_links", "pagerank^2", "pagerank in_links", "in_links^2"
 MIN_PAGES = 10
 
 
-def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
-    """Fit the regression on cycle ``cycle``'s crawled pages and record it."""
+def observed_impact(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> tuple[pl.DataFrame, str]:
+    """(url, pagerank, in_links, impact) of cycle ``cycle``'s crawled, indexed pages, and where the impact came from
+    (views, clicks or ranker)."""
     partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
     shown = page_impressions(con, partition, settings.top_k)
     con.register("s_shown", shown.select("url", impact=settings.impact_signal))
@@ -33,7 +35,13 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
         pages = query(con, "impact/observed_impact", cycle=cycle, partition=partition, from_log=shown.height > 0)
     finally:
         con.unregister("s_shown")
-    metrics: dict = {"pages": pages.height, "impact_source": settings.impact_signal if shown.height else "ranker",
+    return pages, settings.impact_signal if shown.height else "ranker"
+
+
+def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
+    """Fit the regression on cycle ``cycle``'s crawled pages and record it."""
+    pages, source = observed_impact(con, settings, cycle)
+    metrics: dict = {"pages": pages.height, "impact_source": source,
                      "pages_with_impact": int((pages["impact"] > 0).sum())}
     if pages.height < MIN_PAGES or not metrics["pages_with_impact"]:
         metrics["reason"] = f"too little to learn from ({pages.height} pages, {metrics['pages_with_impact']} " \

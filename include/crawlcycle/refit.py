@@ -8,8 +8,8 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import run_sql, scalar, statements
-from crawlcycle.graph import pagerank
+from crawlcycle.db import scalar
+from crawlcycle.graph import known_graph, pagerank
 
 
 def record_model(con: duckdb.DuckDBPyConnection, cycle: int, model: str, features: list[str],
@@ -32,11 +32,7 @@ def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: 
 
 def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     """In-degree (distinct linking pages) and PageRank of every known URL, stored on the frontier rows."""
-    run_sql(con, "stages/link_ids")
-    n = scalar(con, "SELECT count(*) FROM r_ids")
-    (edges_sql,) = statements("stages/link_graph")
-    edges = con.sql(edges_sql).fetchnumpy()  # integer ids: a fraction of the memory of URL strings
-    src, dst = edges["src"].astype(np.int64), edges["dst"].astype(np.int64)
+    n, src, dst = known_graph(con)
     fit = pagerank(src, dst, n)
     con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
                                              "pagerank": fit.scores}))

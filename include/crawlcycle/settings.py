@@ -18,7 +18,7 @@ from typing import Any
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
-POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank")
+POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw_eg")
 NORMALIZATIONS = ("max", "rank")
 IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")
@@ -103,6 +103,10 @@ class Settings:
                                    "the largest over the eligible frontier) or rank (percent rank)")
     impact_signal: str = _s("views", "impact the prestige regression learns when the partition has impressions: "
                             "views (times shown in the top K) or clicks")
+    rw_gamma: float = _s(0.0, "gamma of policies rw/rw_eg: impact factor F = (I / max I) x (out-degree / max)^gamma")
+    rw_epsilon: float = _s(0.001, "epsilon of policies rw/rw_eg: added to every page's observed impact I")
+    rw_omega: float = _s(0.8, "omega of policy rw_eg: share of a step along real links (the rest along co-citations)")
+    rw_damping: float = _s(0.85, "alpha of policies rw/rw_eg: chance a step follows a link rather than restarting")
     # quality gates
     gate_warn: str = _s("", "comma-separated gate checks whose failure is recorded and logged but does not stop "
                         "the cycle (names as in dq_results.expectation)")
@@ -151,6 +155,12 @@ class Settings:
             bad("gate_min_links_per_page", f"must not be negative, got {self.gate_min_links_per_page}")
         if not 0 < self.match_share <= 1:
             bad("match_share", f"must lie in (0, 1], got {self.match_share}")
+        for name, ok, why in (("rw_gamma", self.rw_gamma >= 0, "must not be negative"),
+                              ("rw_epsilon", self.rw_epsilon > 0, "must be positive"),
+                              ("rw_omega", 0 <= self.rw_omega <= 1, "must lie in [0, 1]"),
+                              ("rw_damping", 0 < self.rw_damping < 1, "must lie in (0, 1)")):
+            if not ok:
+                bad(name, f"{why}, got {getattr(self, name)}")
         for name in ("hybrid_query_weight", "hybrid_prestige_weight"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")

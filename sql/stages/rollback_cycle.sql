@@ -19,4 +19,5 @@ DELETE FROM sketches WHERE cycle = $cycle;
 DELETE FROM query_improvement WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE cycle = $cycle;
+DELETE FROM opic_cash WHERE cycle = $cycle;
 DELETE FROM batches WHERE cycle = $cycle + 1;
