@@ -63,3 +63,10 @@ def test_canon_prints_one_line_per_input(tmp_path: Path, settings: Settings) -> 
     write_toml(settings, tmp_path / "s.toml")
     res = _run("canon", config=tmp_path / "s.toml", stdin="HTTP://Example.COM:80/a/./b/../c#frag\nmailto:x@y\n")
     assert res.stdout.splitlines() == ["http://example.com/a/c", "-\tbad_scheme"]
+
+
+def test_setting_flags_mean_the_same_in_every_command(tmp_path: Path, settings: Settings) -> None:
+    # `simulate` gives --policy and --snapshot meanings of its own; elsewhere they stay settings
+    write_toml(settings, tmp_path / "s.toml")
+    res = _run("settings", "--policy", "pagerank", "--snapshot", "x.warc.gz", config=tmp_path / "s.toml")
+    assert "policy = 'pagerank'" in res.stdout and "x.warc.gz'" in res.stdout, res.stderr

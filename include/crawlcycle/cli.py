@@ -9,21 +9,24 @@ from datetime import date
 from pathlib import Path
 
 from crawlcycle.gate_suites import STAGES
-from crawlcycle.settings import SETTING_NAMES, Settings, SettingsError, describe, load_settings
+from crawlcycle.settings import SETTING_NAMES, Settings, SettingsError, describe, load_settings, with_overrides
 
 
-def _settings_parent() -> argparse.ArgumentParser:
+def _settings_parent(exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """Every setting as a flag, but those in ``exclude`` (a command that gives the name its own meaning)."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("settings (override the TOML file and CRAWLCYCLE_* variables)")
     group.add_argument("--config", help="TOML settings file (default: $CRAWLCYCLE_CONFIG)")
     for name, default, help_text in describe():
+        if name in exclude:
+            continue
         group.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="V",
                            help=f"{help_text} (default: {default!r})")
     return parent
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(args.config, overrides={n: getattr(args, n) for n in SETTING_NAMES})
+    return load_settings(args.config, overrides={n: getattr(args, n, None) for n in SETTING_NAMES})
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -136,6 +139,27 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from crawlcycle.settings import POLICIES
+    from crawlcycle.simulator import simulate
+
+    run_all = args.policies == "all"
+    settings = _settings(args)
+    if args.policies and not run_all:
+        settings = with_overrides(settings, {"policy": args.policies})
+    try:
+        summaries = simulate(settings, [Path(p) for p in args.snapshots], Path(args.queries), Path(args.seeds),
+                             list(POLICIES) if run_all else [settings.policy], args.cycles, Path(args.out),
+                             progress=lambda m: print(m, flush=True))
+    except ValueError as e:
+        raise SettingsError(str(e)) from None
+    for name, summary in summaries.items():
+        ideal = ", ".join(f"{b} {v['pct_of_ideal']:.2f}" if v["pct_of_ideal"] is not None else f"{b} -"
+                          for b, v in summary["budgets"].items())
+        print(f"{name}: % of ideal at {ideal}; {summary['seconds']} s")
+    return 0
+
+
 def cmd_airflow_env(args: argparse.Namespace) -> int:
     from crawlcycle.airflow_runner import ROOT, airflow_env
 
@@ -150,8 +174,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crawlcycle", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def add(name: str, fn, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[parent], help=help_text, description=help_text)
+    def add(name: str, fn, help_text: str, settings: argparse.ArgumentParser = parent) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[settings], help=help_text, description=help_text)
         p.set_defaults(fn=fn)
         return p
 
@@ -176,6 +200,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
     add("settings", cmd_settings, "print every setting as resolved from file, environment and flags")
+    # --snapshot takes several WARC files here, and --policy also 'all': not the settings of those names.
+    p = add("simulate", cmd_simulate, "compare ordering policies offline: real cycles over a WARC snapshot",
+            settings=_settings_parent(exclude=("snapshot", "policy")))
+    p.add_argument("--snapshot", dest="snapshots", nargs="+", required=True, metavar="WARC",
+                   help="WARC files of the snapshot (the whole web of the run)")
+    p.add_argument("--queries", required=True, help="query-log file (.tsv or .parquet), read by every cycle")
+    p.add_argument("--seeds", required=True, help="seed URLs, one per line")
+    p.add_argument("--policy", dest="policies",
+                   help="ordering policy, or 'all' for every policy (default: the policy setting)")
+    p.add_argument("--cycles", type=int, default=3, help="cycles per policy (default 3)")
+    p.add_argument("--out", required=True, help="output folder: order.csv, curve.csv, summary.json, curve.png")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
     return parser
 

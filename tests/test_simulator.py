@@ -1,0 +1,127 @@
+"""The offline simulator on real documentation sites cut from ../shared/corpus/dev-docs.warc.gz, with real
+web-search queries (CodeSearchNet) whose frequencies are synthetic: Zipf, f(rank) = round(100 / rank)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
+from crawlcycle.cli import main
+from crawlcycle.settings import POLICIES, load_settings
+from crawlcycle.simulator import BUDGETS, simulate
+from tests.conftest import USER_AGENT
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CORPUS = SHARED / "corpus" / "dev-docs.warc.gz"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _cut(prefixes: tuple[str, ...], path: Path) -> Path:
+    """The snapshot's response records whose URL starts with one of ``prefixes``."""
+    with CORPUS.open("rb") as f, path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for rec in ArchiveIterator(f):
+            uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
+            if rec.rec_type == "response" and uri.startswith(prefixes):
+                writer.write_record(rec)
+    return path
+
+
+def _queries(path: Path, n: int) -> Path:
+    lines = (SHARED / "queries" / "csn_queries.csv").read_text().splitlines()[1:n + 1]
+    path.write_text("".join(f"{q}\t{round(100 / rank)}\n" for rank, q in enumerate(lines, 1)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("sim-inputs")
+    seeds = d / "seeds.txt"
+    seeds.write_text("http://sphinx.docs.test/contents.html\nhttp://requests.docs.test/index.html\n")
+    # Two sites, one of them in part (its usage and tutorial sections): links out of the cut answer 404.
+    sphinx = tuple(f"http://sphinx.docs.test/{part}" for part in ("usage/", "tutorial/", "index", "contents",
+                                                                  "robots.txt"))
+    return {"docs": _cut(("http://requests.docs.test/", *sphinx), d / "docs.warc.gz"),
+            "small": _cut(("http://requests.docs.test/",), d / "small.warc.gz"),
+            "queries": _queries(d / "queries.tsv", 20), "seeds": seeds}
+
+
+@pytest.fixture(scope="module")
+def two_policies(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("sim-out")
+    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 12, "shards": 1})
+    summaries = simulate(settings, [inputs["docs"]], inputs["queries"], inputs["seeds"], ["bfs", "hybrid"], 3, out,
+                         progress=lambda m: None)
+    return out, summaries
+
+
+@pytest.mark.parametrize("policy", ["bfs", "hybrid"])
+def test_order_lists_each_fetched_url_once_in_fetch_order(two_policies: tuple[Path, dict], policy: str) -> None:
+    out, _ = two_policies
+    with (out / policy / "order.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["url", "cycle", "rank"]
+    urls = [r["url"] for r in rows]
+    assert len(urls) == len(set(urls)) > 12
+    keys = [(int(r["cycle"]), int(r["rank"])) for r in rows]
+    assert keys == sorted(keys) and {c for c, _ in keys} == {1, 2, 3}
+    with duckdb.connect(str(out / policy / "work" / "crawl.duckdb"), read_only=True) as con:
+        logged = con.execute("SELECT l.url FROM fetch_log l JOIN batches b USING (cycle, url) "
+                             "WHERE l.outcome NOT IN ('deferred', 'disallowed') ORDER BY l.cycle, b.rank").fetchall()
+    assert urls == list(dict.fromkeys(u for (u,) in logged))  # a URL tried again later keeps its first place
+    # Every URL came from the snapshot: a record of it, or a link found in one of its pages.
+    with duckdb.connect(str(out / "truth" / "truth.duckdb"), read_only=True) as con:
+        known = {u for (u,) in con.execute("SELECT url FROM frontier").fetchall()}
+    assert set(urls) <= known
+
+
+@pytest.mark.parametrize("policy", ["bfs", "hybrid"])
+def test_curve_and_summary(two_policies: tuple[Path, dict], policy: str) -> None:
+    out, summaries = two_policies
+    points = pl.read_csv(out / policy / "curve.csv")
+    assert points.columns == ["fetched", "fraction", "policy", "ideal", "p_cs", "p_st"]
+    assert (points["ideal"] >= points["policy"] - 1e-12).all()
+    assert points["policy"].is_sorted() and points["ideal"].is_sorted() and points["p_st"].is_sorted()
+    assert points["policy"][-1] > 0  # the crawl found pages that answer the workload
+    summary = json.loads((out / policy / "summary.json").read_text())
+    assert summary == json.loads(json.dumps(summaries[policy]))
+    assert summary["snapshot_pages"] > 80 and summary["hot_pages"] == -(-summary["snapshot_pages"] // 10)
+    for budget in BUDGETS:
+        values = summary["budgets"][f"{budget:.0%}"]
+        assert all(0 <= values[k] <= 1 for k in ("pct_of_ideal", "p_cs", "p_st"))
+        row = points.row(values["fetches"] - 1, named=True)
+        assert values["pct_of_ideal"] == pytest.approx(row["policy"] / row["ideal"])
+    assert summary["seconds"] > 0
+    assert (out / policy / "curve.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_policy_all_runs_every_policy_and_draws_them_together(inputs: dict[str, Path], tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    code = main(["simulate", "--snapshot", str(inputs["small"]), "--queries", str(inputs["queries"]),
+                 "--seeds", str(inputs["seeds"]), "--policy", "all", "--batch-size", "6", "--cycles", "1",
+                 "--out", str(tmp_path), "--user-agent", USER_AGENT, "--shards", "1"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    for policy in POLICIES:
+        assert (tmp_path / policy / "order.csv").is_file() and (tmp_path / policy / "curve.png").is_file()
+        assert f"{policy}: cycle 1:" in printed
+    assert (tmp_path / "curves.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_missing_snapshot_is_a_one_line_error(inputs: dict[str, Path], tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    missing = tmp_path / "nowhere.warc.gz"
+    code = main(["simulate", "--snapshot", str(missing), "--queries", str(inputs["queries"]),
+                 "--seeds", str(inputs["seeds"]), "--policy", "bfs", "--out", str(tmp_path / "out"),
+                 "--user-agent", USER_AGENT])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and str(missing) in err
+    assert not (tmp_path / "out").exists()
