@@ -1,7 +1,9 @@
-"""PageRank over the link graph of everything known (crawled pages and frontier)."""
+"""Walks over the link graph of everything known (crawled pages and frontier): PageRank, and the power iteration
+that other walks share."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import duckdb
@@ -28,15 +30,22 @@ def pagerank(src: np.ndarray, dst: np.ndarray, n: int, damping: float = 0.85, to
     # Column-stochastic transition matrix: M[dst, src] = 1 / outdeg(src).
     m = sp.csr_matrix((weights, (dst, src)), shape=(n, n))
     dangling = out_deg == 0
-    rank = np.full(n, 1.0 / n)
+    return power_iteration(lambda x: m @ x + x[dangling].sum() / n, n, damping, tol, max_iter)
+
+
+def power_iteration(step: Callable[[np.ndarray], np.ndarray], n: int, damping: float, tol: float,
+                    max_iter: int) -> PageRankFit:
+    """Iterate x = damping step(x) + (1 - damping) / n from the uniform vector until the L1 change is below
+    ``tol`` (or ``max_iter`` steps)."""
+    x = np.full(n, 1.0 / max(n, 1))
     residual = 0.0
     for it in range(1, max_iter + 1):
-        new = damping * (m @ rank + rank[dangling].sum() / n) + (1.0 - damping) / n
-        residual = float(np.abs(new - rank).sum())
-        rank = new
+        new = damping * step(x) + (1.0 - damping) / max(n, 1)
+        residual = float(np.abs(new - x).sum())
+        x = new
         if residual < tol:
-            return PageRankFit(rank, it, residual)
-    return PageRankFit(rank, max_iter, residual)
+            return PageRankFit(x, it, residual)
+    return PageRankFit(x, max_iter, residual)
 
 
 def known_graph(con: duckdb.DuckDBPyConnection) -> tuple[int, np.ndarray, np.ndarray]:

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from crawlcycle.graph import PageRankFit, known_graph
+from crawlcycle.graph import known_graph, power_iteration
 from crawlcycle.prestige import observed_impact
 from crawlcycle.refit import record_model
 from crawlcycle.settings import Settings
@@ -60,20 +60,6 @@ def walk_step(src: np.ndarray, dst: np.ndarray, n: int, impact: np.ndarray, gamm
     return step, float(strength.sum())
 
 
-def walk(step: Callable[[np.ndarray], np.ndarray], n: int, damping: float, tol: float = TOL,
-         max_iter: int = MAX_ITER) -> PageRankFit:
-    """Power iteration of x = damping P x + (1 - damping) / n to an L1 change below ``tol``."""
-    x = np.full(n, 1.0 / max(n, 1))
-    residual = 0.0
-    for it in range(1, max_iter + 1):
-        new = damping * step(x) + (1.0 - damping) / max(n, 1)
-        residual = float(np.abs(new - x).sum())
-        x = new
-        if residual < tol:
-            return PageRankFit(x, it, residual)
-    return PageRankFit(x, max_iter, residual)
-
-
 def stage_walk(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, enrich: bool) -> dict[str, object]:
     """Run the walk (enriched when ``enrich``) and stage ``s_walk`` (url, score) for the policy SQL."""
     n, src, dst = known_graph(con)
@@ -82,7 +68,7 @@ def stage_walk(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, e
     impact = np.full(n, settings.rw_epsilon)
     impact[ids["id"].to_numpy()] += ids["impact"].fill_null(0).to_numpy()
     step, virtual_weight = walk_step(src, dst, n, impact, settings.rw_gamma, settings.rw_omega if enrich else None)
-    fit = walk(step, n, settings.rw_damping)
+    fit = power_iteration(step, n, settings.rw_damping, TOL, MAX_ITER)
     con.register("s_walk_scores", pl.DataFrame({"id": np.arange(n), "score": fit.scores}))
     con.execute("CREATE OR REPLACE TEMP TABLE s_walk AS SELECT i.url, s.score FROM r_ids i JOIN s_walk_scores s "
                 "USING (id)")
