@@ -62,9 +62,17 @@ class AirflowStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def airflow(self, *args: str, check: bool = True) -> str:
+    def airflow(self, *args: str, check: bool = True, attempts: int = 5) -> str:
+        """Run an Airflow CLI command. A running scheduler holds the SQLite metadata file's write lock
+        in bursts, so a command that fails with "database is locked" is retried (its transaction was
+        rolled back)."""
         exe = Path(sys.executable).with_name("airflow")
-        res = subprocess.run([str(exe), *args], env=self.env, capture_output=True, text=True, timeout=300)
+        for attempt in range(1, attempts + 1):
+            res = subprocess.run([str(exe), *args], env=self.env, capture_output=True, text=True, timeout=300)
+            if not res.returncode or "database is locked" not in res.stderr or attempt == attempts:
+                break
+            self.log(f"airflow {args[0]}: metadata database locked, retrying ({attempt}/{attempts})")
+            time.sleep(2 * attempt)
         if check and res.returncode:
             raise RuntimeError(f"airflow {' '.join(args)} failed ({res.returncode}): {res.stderr[-2000:]}")
         return res.stdout
