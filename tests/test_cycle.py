@@ -13,7 +13,7 @@ import pytest
 from crawlcycle import cycle
 from crawlcycle.db import connect
 from crawlcycle.robots import RobotsRules
-from crawlcycle.settings import Settings
+from crawlcycle.settings import POLICIES, Settings
 from tests.tables import table_digest
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
@@ -74,7 +74,7 @@ def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> No
     assert table_digest(settings) == before
 
 
-@pytest.mark.parametrize("policy", ["hybrid", "bfs", "indegree", "pagerank", "random", "opic", "rw", "rw_eg"])
+@pytest.mark.parametrize("policy", POLICIES)
 def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str) -> None:
     s = replace(settings, policy=policy)
     cycle.init(s)

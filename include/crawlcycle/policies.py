@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import duckdb
 
-from crawlcycle import impact, opic, random_walk
+from crawlcycle import impact, learned_combination, opic, query_overlap, random_walk
 from crawlcycle.db import SQL_DIR, execute, run_sql, scalar, statements
 from crawlcycle.settings import Settings
 
 STAGE = {"hybrid": impact.stage_hybrid, "opic": opic.stage_opic, "rw": random_walk.stage_rw,
-         "rw_eg": random_walk.stage_rw_eg}
+         "rw_eg": random_walk.stage_rw_eg, "q_overlap": query_overlap.stage_q_overlap,
+         "q_hybrid": query_overlap.stage_q_hybrid, "ml": learned_combination.stage_ml}
 
 
 def available() -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
-POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw_eg")
+POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw_eg", "q_overlap", "q_hybrid", "ml")
 NORMALIZATIONS = ("max", "rank")
 IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")

@@ -1,0 +1,6 @@
+-- Query overlap (Tran et al.'s reading of Pandey & Olston): the summed frequency x matched share of the partition's
+-- queries whose n-grams the page's URL and anchors hold (temp table s_query_overlap, staged by
+-- crawlcycle.query_overlap).
+SELECT e.url, coalesce(o.overlap, 0) AS priority,
+       json_object('overlap', coalesce(o.overlap, 0), 'queries', coalesce(o.queries, [])) AS parts
+FROM eligible e LEFT JOIN s_query_overlap o USING (url);
