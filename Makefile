@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: demo test lint ui report bench-fetch bench-parse bench-score lock clean
+.PHONY: demo celery-demo test lint ui report bench-fetch bench-parse bench-score bench-policies lock clean
 
 # The virtual environment is (re)built from the lock file whenever the lock or pyproject changes.
 $(VENV)/.installed: requirements.lock pyproject.toml
@@ -16,6 +16,10 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 
 demo: $(VENV)/.installed
 	$(BIN)/crawlcycle demo --cycles 3
+
+# The distributed topology on this machine: CeleryExecutor, PostgreSQL and Redis (apt-get installs them if missing).
+celery-demo: $(VENV)/.installed
+	$(BIN)/crawlcycle celery-demo
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
@@ -37,6 +41,9 @@ bench-parse: $(VENV)/.installed
 
 bench-score: $(VENV)/.installed
 	$(BIN)/python bench/score.py
+
+bench-policies: $(VENV)/.installed
+	$(BIN)/python bench/policies.py
 
 # Re-resolve every pinned version (needs the package index); commit the result.
 lock:

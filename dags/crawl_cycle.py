@@ -9,19 +9,18 @@ Expectations, and the shards' output reaches the database only through update, a
 
 from __future__ import annotations
 
-from datetime import timedelta
 from functools import partial
 
 import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
-from crawlcycle.airflow_support import DUCKDB_POOL, dag_settings, run_interval
+from crawlcycle.airflow_support import dag_settings, db_args, default_args, fetch_args, run_interval
 from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
 
-# Every task that opens the DuckDB file runs in a one-slot pool: DuckDB allows one open at a time.
-db_task = partial(task, pool=DUCKDB_POOL)
+# Every task that opens the DuckDB file runs alone on the writer: DuckDB allows one open at a time.
+db_task = partial(task, **db_args(settings))
 
 
 def _run(**overrides: object) -> object:
@@ -37,7 +36,8 @@ def _run(**overrides: object) -> object:
     end_date=pendulum.parse(settings.end_date) if settings.end_date else None,
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 1, "retry_delay": timedelta(seconds=10)},
+    max_consecutive_failed_dag_runs=settings.max_failed_runs,
+    default_args=default_args(settings),
     params={
         "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES],
                         description="ordering policy for this run (empty: the policy setting)"),
@@ -61,7 +61,7 @@ def crawl_cycle() -> None:
 
         return cycle.plan_shards(_run(), cycle_no)
 
-    @task
+    @task(**fetch_args(settings))
     def fetch(shard_dir: str) -> str:
         from crawlcycle import cycle
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import logging
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from crawlcycle.airflow_support import DUCKDB_POOL
+from crawlcycle.airflow_support import DUCKDB_POOL, log_failure
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
 
@@ -59,3 +61,48 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
         # all four gates validated both cycles and passed
         assert con.execute("SELECT count(DISTINCT (cycle, gate)), bool_and(success) FROM dq_results").fetchall() \
             == [(8, True)]
+
+
+def test_operational_defaults_come_from_settings(settings: Settings, airflow_db: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    custom = replace(settings, writer_queue="writer-test", task_timeout=4321.0, fetch_retries=5, max_retry_delay=77.0,
+                     max_failed_runs=2, task_retries=2)
+    write_toml(custom, tmp_path / "custom.toml")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "custom.toml"))
+    dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]
+    assert dag.max_consecutive_failed_dag_runs == 2
+    for t in dag.tasks:
+        assert t.execution_timeout == timedelta(seconds=4321), t.task_id
+        callbacks = t.on_failure_callback  # a list on plain tasks, the function itself on mapped ones
+        assert log_failure in (callbacks if isinstance(callbacks, list) else [callbacks]), t.task_id
+        # DuckDB tasks on the writer queue; fetch and parse shards on any worker of the default queue
+        assert t.queue == ("writer-test" if t.task_id in DB_TASKS else "default"), t.task_id
+    tasks = {t.task_id: t for t in dag.tasks}
+    fetch, parse = tasks["fetch"], tasks["parse"]
+    assert (fetch.retries, fetch.retry_exponential_backoff, fetch.max_retry_delay) == (5, 2.0, timedelta(seconds=77))
+    assert (parse.retries, parse.retry_exponential_backoff) == (2, 0)
+
+
+def test_failure_callback_logs_one_line_for_a_real_failure(settings: Settings, airflow_db: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    # The crawl database path names a folder: begin cannot open it.
+    write_toml(replace(settings, db_path=str(tmp_path), task_retries=0), tmp_path / "broken.toml")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "broken.toml"))
+    dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("crawlcycle").addHandler(handler)
+    try:
+        run = dag.test(logical_date=datetime(2026, 11, 1, tzinfo=UTC))
+    finally:
+        logging.getLogger("crawlcycle").removeHandler(handler)
+    assert run.state == "failed"
+    lines = [r.getMessage() for r in records]
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert lines[0].startswith(f"crawl_cycle.begin run {run.run_id} try 1 failed: IOException: IO Error: ")
+    assert lines[0].endswith("Is a directory")

@@ -327,6 +327,15 @@ def test_crawl_delay_beyond_the_cap_defers_the_host(server: FaultServer, tmp_pat
     assert len(requests) == 1 and hosts["lazy.test"]["crawl_delay"] == 60
 
 
+def test_a_crawl_delay_not_obeyed_neither_waits_nor_defers(server: FaultServer, tmp_path: Path) -> None:
+    server.route("lazy.test", "/robots.txt", respond(200, b"User-agent: *\nCrawl-delay: 60\n"))
+    server.route("lazy.test", "/*", respond(200, b"<p>page</p>"))
+    urls = [f"http://lazy.test/{i}" for i in range(3)]
+    log, requests, hosts = run(urls, settings_for(server, obey_crawl_delay=False, min_delay=0.0), tmp_path)
+    assert {r["outcome"] for r in log.values()} == {"fetched"} and len(requests) == 4
+    assert max(gaps(requests, "lazy.test")) < 5 and hosts["lazy.test"]["crawl_delay"] == 60
+
+
 def test_time_limit_defers_urls_not_reached(server: FaultServer, tmp_path: Path) -> None:
     server.route("many.test", "/*", page("p"))
     urls = [f"http://many.test/{i}" for i in range(20)]

@@ -125,3 +125,14 @@ def test_missing_snapshot_is_a_one_line_error(inputs: dict[str, Path], tmp_path:
     assert code == 2
     assert err.count("\n") == 1 and str(missing) in err
     assert not (tmp_path / "out").exists()
+
+
+def test_without_out_a_run_gets_its_own_folder_under_data_dir(inputs: dict[str, Path], tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture) -> None:
+    code = main(["simulate", "--snapshot", str(inputs["small"]), "--queries", str(inputs["queries"]),
+                 "--seeds", str(inputs["seeds"]), "--policy", "bfs", "--batch-size", "6", "--cycles", "1",
+                 "--data-dir", str(tmp_path / "data"), "--user-agent", USER_AGENT, "--shards", "1"])
+    assert code == 0
+    (run,) = (tmp_path / "data" / "simulations").iterdir()
+    assert f"outputs in {run}" in capsys.readouterr().out
+    assert json.loads((run / "summary.json").read_text())["policy"] == "bfs"

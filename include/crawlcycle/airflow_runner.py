@@ -1,5 +1,6 @@
-"""Run the project's Airflow (``airflow standalone``: scheduler, LocalExecutor, API server, DAG processor,
-triggerer, SQLite metadata) from a script: the demo and the end-to-end test use it.
+"""Run the project's Airflow from a script: ``airflow standalone`` (scheduler, LocalExecutor, API server, DAG
+processor, triggerer, SQLite metadata) for the demo and the end-to-end test, or each component as its own
+process (``start_components``) for the Celery demo.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -43,19 +45,21 @@ def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dic
 
 
 class AirflowStack:
-    """``airflow standalone`` in its own process group, with helpers to backfill and wait for runs."""
+    """``airflow standalone``, or Airflow's components each in its own process group, with helpers to backfill
+    and wait for runs. ``env`` overrides the Airflow settings of every process (executor, metadata DB, ...)."""
 
     def __init__(self, home: Path, port: int = 8080, config: Path | None = None,
-                 log: Callable[[str], None] = print) -> None:
+                 log: Callable[[str], None] = print, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.port = port
-        self.env = {**os.environ, **airflow_env(home, port, config)}
+        self.env = {**os.environ, **airflow_env(home, port, config), **(env or {})}
         # `airflow standalone` starts its components as `airflow ...` found on PATH.
         self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
         # Scheduler and API server must sign and check task tokens with one secret.
         self.env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_hex(32))
         self.log = log
         self.proc: subprocess.Popen | None = None
+        self.components: dict[str, subprocess.Popen] = {}
         self._token: str | None = None
 
     @property
@@ -90,21 +94,38 @@ class AirflowStack:
         out = open(self.home / "standalone.log", "ab")  # noqa: SIM115 - lives as long as the process
         exe = Path(sys.executable).with_name("airflow")
         self.proc = subprocess.Popen([str(exe), "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        self._wait_ready({"standalone": self.proc}, timeout)
+
+    def start_components(self, components: dict[str, tuple[list[str], dict[str, str]]], timeout: float = 240) -> None:
+        """Start ``airflow <args>`` for each name -> (args, extra environment), each in its own process group
+        logging to ``<home>/<name>.log``; return once the API answers and knows the DAG."""
+        exe = Path(sys.executable).with_name("airflow")
+        for name, (args, extra) in components.items():
+            out = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
+            self.components[name] = subprocess.Popen([str(exe), *args], env={**self.env, **extra}, stdout=out,
+                                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready(self.components, timeout)
+
+    def _wait_ready(self, procs: dict[str, subprocess.Popen], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"airflow standalone exited; see {self.home / 'standalone.log'}")
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"airflow {name} exited; see {self.home / f'{name}.log'}")
             try:
                 if requests.get(f"{self.url}/api/v2/monitor/health", timeout=2).ok and self._dag_known():
                     return
             except requests.RequestException:
                 pass
             time.sleep(2)
-        raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see {self.home / 'standalone.log'}")
+        raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see the logs in {self.home}")
 
     def stop(self, grace: float = 30) -> None:
-        """Stop standalone and every process it started; any still running after ``grace`` seconds is
-        killed (a scheduler left behind would hold its log-server port against the next start)."""
+        """Stop standalone or the components and every process they started; any still running after
+        ``grace`` seconds is killed (a scheduler left behind would hold its log-server port against the next
+        start)."""
+        for proc in self.components.values():
+            stop_group(proc, grace=grace)
         if not self.proc or self.proc.poll() is not None:
             return
         procs = [psutil.Process(self.proc.pid)]
@@ -190,3 +211,27 @@ class AirflowStack:
     def task_instances(self, run_id: str) -> list[dict]:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances",
                         params={"limit": 1000})["task_instances"]
+
+
+def stop_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 30) -> None:
+    """Send ``sig`` to the process group ``proc`` leads (started with ``start_new_session``) and wait for every
+    member to exit; kill those still running after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and (proc.poll() is None or _group_members(proc.pid)):
+        time.sleep(0.2)
+    for p in _group_members(proc.pid):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    proc.wait()
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """Running (not zombie) processes of process group ``pgid``."""
+    members = []
+    for p in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(p)
+    return members

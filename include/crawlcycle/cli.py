@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import date
 from pathlib import Path
 
@@ -115,6 +116,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.run_demo(_settings(args), cycles=args.cycles)
 
 
+def cmd_celery_demo(args: argparse.Namespace) -> int:
+    from crawlcycle.airflow_runner import ROOT
+    from crawlcycle.celery_demo import run_celery_demo
+
+    try:
+        result = run_celery_demo(_settings(args), ROOT / "data" / "celery-demo", cycles=args.cycles)
+    except KeyboardInterrupt:
+        print("celery-demo: interrupted; every process it started is stopped", file=sys.stderr)
+        return 130
+    return 1 if result["problems"] else 0
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     from crawlcycle import demo
 
@@ -147,9 +160,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if args.policies and not run_all:
         settings = with_overrides(settings, {"policy": args.policies})
+    # By default each run gets its own folder where the Crawl page looks for the newest curves.
+    out = Path(args.out) if args.out else Path(settings.data_dir) / "simulations" / time.strftime("%Y%m%d-%H%M%S")
     try:
         summaries = simulate(settings, [Path(p) for p in args.snapshots], Path(args.queries), Path(args.seeds),
-                             list(POLICIES) if run_all else [settings.policy], args.cycles, Path(args.out),
+                             list(POLICIES) if run_all else [settings.policy], args.cycles, out,
                              progress=lambda m: print(m, flush=True))
     except ValueError as e:
         raise SettingsError(str(e)) from None
@@ -157,6 +172,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         ideal = ", ".join(f"{b} {v['pct_of_ideal']:.2f}" if v["pct_of_ideal"] is not None else f"{b} -"
                           for b, v in summary["budgets"].items())
         print(f"{name}: % of ideal at {ideal}; {summary['seconds']} s")
+    print(f"outputs in {out}")
     return 0
 
 
@@ -195,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("canon", cmd_canon, "canonicalize URLs from stdin: one line each, the URL or '-<TAB>reason'")
     p = add("demo", cmd_demo, "fresh demo: demo web + Airflow, backfill N cycles, print the report")
     p.add_argument("--cycles", type=int, default=3, help="cycles to run (default 3)")
+    p = add("celery-demo", cmd_celery_demo, "the demo under CeleryExecutor on this machine (PostgreSQL, Redis, two "
+            "general workers and the writer); print which worker ran each task")
+    p.add_argument("--cycles", type=int, default=2, help="cycles to run (default 2)")
     add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C")
     p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result")
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
@@ -210,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", dest="policies",
                    help="ordering policy, or 'all' for every policy (default: the policy setting)")
     p.add_argument("--cycles", type=int, default=3, help="cycles per policy (default 3)")
-    p.add_argument("--out", required=True, help="output folder: order.csv, curve.csv, summary.json, curve.png")
+    p.add_argument("--out", help="output folder: order.csv, curve.csv, summary.json, curve.png "
+                                 "(default: <data_dir>/simulations/<date-time>)")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
     return parser
 

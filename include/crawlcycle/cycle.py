@@ -3,13 +3,12 @@ and ``crawlcycle cycle`` calls them all in order in one process.
 
 Stages that open the DuckDB file: begin, gates, update, refit, select_needy, score, materialize, close.
 Stages that run in parallel per host shard and never open it: fetch, parse. They exchange files in
-``<data_dir>/cycles/<cycle>/shard-<k>/``.
+``<data_dir>/cycles/<cycle>/shard-<k>/``, or under the ``shard_storage`` URL (see shard_storage).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -21,9 +20,21 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from crawlcycle import improvability, ngram_index, policies, prestige, quality, ranker, refit, score_model, update
+from crawlcycle import (
+    improvability,
+    ngram_index,
+    policies,
+    prestige,
+    quality,
+    ranker,
+    refit,
+    score_model,
+    shard_storage,
+    update,
+)
 from crawlcycle import materialize as materialize_mod
 from crawlcycle.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.crawl_views import export_snapshot
 from crawlcycle.db import connect, migrate, run_sql, scalar
 from crawlcycle.needy_queries import select_needy as select_needy_queries
 from crawlcycle.query_log import ingest_partition
@@ -121,24 +132,23 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
             # First cycle, or the previous one never materialized: choose this batch now.
             policies.score_frontier(con, settings, cycle - 1)
             materialize_mod.materialize(con, settings, cycle - 1)
-        return [str(d) for d in write_shards(con, settings, cycle)]
+        return write_shards(con, settings, cycle)
 
 
-def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[Path]:
-    """Split batch ``cycle`` by host into shard folders (URLs and cached host state)."""
+def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
+    """Split batch ``cycle`` by host into shard folders (URLs and cached host state); return their locations."""
     batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
     hosts = con.sql("SELECT * FROM hosts").pl()
-    base = cycle_dir(settings, cycle)
-    shutil.rmtree(base, ignore_errors=True)
+    shard_storage.clear(shard_storage.cycle_location(settings, cycle))
     out = []
     batch = batch.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
                                                                  return_dtype=pl.Int64))
     for (k,), part in batch.group_by("shard", maintain_order=True):
-        d = base / f"shard-{k:03d}"
-        d.mkdir(parents=True)
-        part.drop("shard").write_parquet(d / "urls.parquet")
-        hosts.filter(pl.col("host").is_in(part["host"].unique().implode())).write_parquet(d / "hosts_in.parquet")
-        out.append(d)
+        location = shard_storage.shard_location(settings, cycle, k)
+        with shard_storage.local_shard(location) as d:
+            part.drop("shard").write_parquet(d / "urls.parquet")
+            hosts.filter(pl.col("host").is_in(part["host"].unique().implode())).write_parquet(d / "hosts_in.parquet")
+        out.append(location)
     return sorted(out)
 
 
@@ -155,10 +165,10 @@ def fetch(settings: Settings, shard_dir: str) -> str:
     """Fetch one shard's URLs politely; writes WARC and Parquet logs into the shard folder."""
     from crawlcycle.fetch import fetch_urls
 
-    d = Path(shard_dir)
-    urls = pl.read_parquet(d / "urls.parquet")["url"].to_list()
-    hosts = pl.read_parquet(d / "hosts_in.parquet").to_dicts()
-    _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts))
+    with shard_storage.local_shard(shard_dir) as d:
+        urls = pl.read_parquet(d / "urls.parquet")["url"].to_list()
+        hosts = pl.read_parquet(d / "hosts_in.parquet").to_dicts()
+        _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts))
     return shard_dir
 
 
@@ -166,15 +176,14 @@ def parse(settings: Settings, shard_dir: str) -> str:
     """Extract text, metadata and links of one shard's responses into Parquet."""
     from crawlcycle.parse import parse_warcs
 
-    d = Path(shard_dir)
-    _timed_file(d, "parse", lambda: parse_warcs([d / "responses.warc.gz"], d, settings,
-                                               fetch_log=d / "fetch_log.parquet"))
+    with shard_storage.local_shard(shard_dir) as d:
+        _timed_file(d, "parse", lambda: parse_warcs([d / "responses.warc.gz"], d, settings,
+                                                   fetch_log=d / "fetch_log.parquet"))
     return shard_dir
 
 
 def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
-    dirs = [Path(d) for d in shard_dirs]
-    with connect(settings) as con, timed(con, cycle, "update"):
+    with shard_storage.local_shards(shard_dirs) as dirs, connect(settings) as con, timed(con, cycle, "update"):
         counts = update.merge_shards(con, settings, cycle, dirs)
         shard_times = [json.loads((d / "timing.json").read_text()) for d in dirs if (d / "timing.json").exists()]
         # Shards run in parallel: the stage's wall time is its slowest shard's.
@@ -224,13 +233,14 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
     imported = time.perf_counter() - t0
     with connect(settings) as con:
         record_seconds(con, cycle, {f"gate_{stage}_import": round(imported, 3)})
-        with timed(con, cycle, f"gate_{stage}"):
-            return quality.run_gate(con, settings, stage, cycle, [Path(d) for d in shard_dirs or []])
+        with timed(con, cycle, f"gate_{stage}"), shard_storage.local_shards(shard_dirs or []) as dirs:
+            return quality.run_gate(con, settings, stage, cycle, dirs)
 
 
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
         run_sql(con, "stages/close_cycle", cycle=cycle)
+        export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
 
 

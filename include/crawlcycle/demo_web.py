@@ -316,8 +316,12 @@ def _build_graph(rng: random.Random, hosts: list[_Host], counts: list[int],
     slugs: dict[str, set[str]] = {h.name: set() for h in hosts}
     for born, h in enumerate(order):
         title, terms = _title(rng, h.words)
+        tries = 1
         while _slug(title) in slugs[h.name]:
             title, terms = _title(rng, h.words)
+            tries += 1
+            if tries > 20:  # a large host runs out of word pairs: number the repeats
+                title = f"{title} {tries}"
         slugs[h.name].add(_slug(title))
         section = "drafts" if h is drafts_host and rng.random() < 0.1 else rng.choice(SECTIONS)
         page = _Page(len(pages), h, f"http://{h.name}/{section}/{_slug(title)}.html", title, born, terms)

@@ -473,7 +473,7 @@ class _HostRun:
         rules = RobotsRules(status, info["robots_txt"], token)
         if rules.disallow_all:
             self.stop = "robots_unavailable"
-        self.pol.crawl_delay = rules.crawl_delay
+        self.pol.crawl_delay = rules.crawl_delay if self.settings.obey_crawl_delay else None
         if self.pol.asks_too_much():
             self.stop = "crawl_delay"
         return rules

@@ -132,7 +132,8 @@ def _datasets(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cy
     """The pandas frame of every dataset the checks read."""
     _stage_shard_views(con, stage, shard_dirs)
     _register_functions(con, settings)
-    params = {"cycle": cycle, "min_delay": settings.min_delay, "max_delay": settings.max_delay}
+    params = {"cycle": cycle, "min_delay": settings.min_delay, "max_delay": settings.max_delay,
+              "obey_crawl_delay": settings.obey_crawl_delay}
     try:
         return {name: execute(con, statements(f"gates/{stage}/{name}")[0], **params).df()
                 for name in dict.fromkeys(c.dataset for c in checks)}

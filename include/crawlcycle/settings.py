@@ -38,6 +38,8 @@ class Settings:
     # storage
     db_path: str = _s("data/crawl.duckdb", "DuckDB file holding the whole crawl state")
     data_dir: str = _s("data", "folder for shard files (WARC, Parquet) passed between tasks")
+    shard_storage: str = _s("", "where shard files live when workers share no folder: an fsspec URL such as "
+                            "s3://bucket/prefix or file:///shared/shards (empty = <data_dir>/cycles)")
     duckdb_memory_limit: str = _s("2GB", "DuckDB memory_limit for every connection")
     duckdb_threads: int = _s(2, "DuckDB threads for every connection")
     # cycle
@@ -52,12 +54,23 @@ class Settings:
     per_host_cap: int = _s(40, "most URLs of one host in one batch")
     shards: int = _s(4, "host shards per cycle; each is one mapped fetch/parse task")
     random_seed: int = _s(7, "seed of the random policy and tie-breaks")
+    # orchestration (Airflow)
+    writer_queue: str = _s("crawl_writer", "Celery queue of every task that opens the DuckDB file (one worker, "
+                           "concurrency 1); fetch and parse shards use the default queue")
+    task_retries: int = _s(1, "retries of a failed task (fetch: fetch_retries)")
+    fetch_retries: int = _s(3, "retries of a failed fetch shard, each after twice the previous wait")
+    retry_delay: float = _s(10.0, "seconds before a failed task's first retry")
+    max_retry_delay: float = _s(600.0, "longest wait before a fetch shard's retry (exponential back-off cap)")
+    task_timeout: float = _s(3600.0, "seconds a task may run before Airflow fails it (execution_timeout)")
+    max_failed_runs: int = _s(3, "consecutive failed crawl_cycle runs after which Airflow pauses the DAG")
     # fetching and politeness
     user_agent: str = _s("", "User-Agent header; must name the crawler and carry a contact URL")
     robots_token: str = _s("crawlcycle", "user-agent token matched against robots.txt groups")
     min_delay: float = _s(1.0, "seconds between two requests to one host, at least")
     max_delay: float = _s(30.0, "cap on the per-host delay; a host asking for more is deferred")
     delay_factor: float = _s(2.0, "delay >= factor x last response time (adaptive politeness)")
+    obey_crawl_delay: bool = _s(True, "wait the Crawl-delay robots.txt asks for (the simulator replays a snapshot "
+                                      "from loopback and sets this off)")
     connect_timeout: float = _s(5.0, "seconds to connect")
     read_timeout: float = _s(10.0, "seconds between bytes")
     total_deadline: float = _s(30.0, "seconds per response, whole body included")
@@ -132,13 +145,16 @@ class Settings:
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
                      "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
-                     "ngram_max", "s_prime_queries", "gate_min_sample"):
+                     "ngram_max", "s_prime_queries", "gate_min_sample", "max_failed_runs"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
-                     "total_deadline", "robots_ttl", "max_redirects"):
+                     "total_deadline", "robots_ttl", "max_redirects", "task_retries", "fetch_retries",
+                     "retry_delay", "max_retry_delay"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
+        if self.task_timeout <= self.fetch_time_limit:
+            bad("task_timeout", f"must exceed fetch_time_limit ({self.fetch_time_limit}), got {self.task_timeout}")
         if self.max_delay < self.min_delay:
             bad("max_delay", f"must be >= min_delay ({self.min_delay}), got {self.max_delay}")
         for name in ("start_date", "end_date"):

@@ -10,8 +10,11 @@ fresh crawl database through the product's own merge SQL, linked (in-degree, Pag
 the reference ranker. A page's true impact is the sum of f(q) over the queries whose true top K holds it.
 Snapshot pages are the 2xx records the parser reads as HTML-or-unknown (``reason`` not ``not_html``).
 
-The crawl never leaves loopback: ``connect_to`` sends every host the snapshot names (record, link and redirect
-hosts, seeds), and every other host under the same top-level domains, to the snapshot server.
+A snapshot has no server to spare, so the simulated crawl waits for no delay (``min_delay``, ``delay_factor`` 0,
+``obey_crawl_delay`` off; robots.txt rules still apply), and the fetch gate's error share only warns: links out of
+the snapshot all fail. The crawl never leaves loopback: ``connect_to`` sends every host the snapshot names
+(record, link and redirect hosts, seeds), and every other host under the same top-level domains, to the snapshot
+server.
 
 Outputs per policy (in ``<out>``, or ``<out>/<policy>/`` when several run):
 
@@ -224,7 +227,9 @@ def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds
         "policy": policy, "db_path": str(work / "crawl.duckdb"), "data_dir": str(work / "data"),
         "seeds_file": str(seeds), "query_log_dir": str(work / "query_log"), "end_date": days[-1].isoformat(),
         "connect_to": routes, "allow_networks": "127.0.0.0/8",
-        "min_delay": 0, "delay_factor": 0})
+        "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
+        # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
+        "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
     _stage_queries(query_file, work / "query_log", days)
     cycle.init(settings)
     for day in days:

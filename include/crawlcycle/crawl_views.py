@@ -1,0 +1,329 @@
+"""The "Crawl" page of the Airflow UI: what the writer exports after each cycle, and the page made from it.
+
+While a task has the DuckDB file open read-write, any other open of it fails, so the page never opens it:
+``cycle.close`` calls :func:`export_snapshot`, which writes the tables the page shows (queries in ``sql/ui/``)
+to ``<data_dir>/ui/snapshot.json`` through a temporary file and ``os.replace``, so that a reader sees the
+previous snapshot or the new one, never part of one. :func:`page` renders that file and the newest simulation
+found under ``<data_dir>/simulations/`` as one HTML page with inline SVG plots (no JavaScript).
+
+``snapshot.json``: ``{"cycle": N, "exported_at": ISO time, "tables": {name: [row, ...]}}`` with one entry per
+name in :data:`TABLES`; JSON columns (``parts``, ``metrics``, ``stage_seconds``) are objects.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from crawlcycle.db import query
+from crawlcycle.settings import Settings
+
+TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "model_runs")
+_JSON_COLUMNS = ("parts", "metrics", "stage_seconds")
+# Metric names (or parts of them) that say how good a fit is: plotted over cycles; counts stay in the table.
+FIT_METRICS = ("r2", "mae", "rmse", "slope", "residual", "score")
+
+
+def snapshot_path(settings: Settings) -> Path:
+    return Path(settings.data_dir) / "ui" / "snapshot.json"
+
+
+def export_snapshot(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> Path:
+    """Write the Crawl page's tables as they stand at the end of ``cycle``; replaces the previous snapshot."""
+    tables = {name: _records(query(con, f"ui/{name}")) for name in TABLES}
+    doc = {"cycle": cycle, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"), "tables": tables}
+    path = snapshot_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(doc, default=str))
+    os.replace(tmp, path)
+    return path
+
+
+def _records(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    rows = frame.to_dicts()
+    for row in rows:
+        for col in _JSON_COLUMNS:
+            if isinstance(row.get(col), str):
+                row[col] = json.loads(row[col])
+    return rows
+
+
+def load_snapshot(settings: Settings) -> dict | None:
+    path = snapshot_path(settings)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One run of the simulator: each policy's ``curve.csv`` and ``summary.json``."""
+
+    folder: Path
+    curves: dict[str, pl.DataFrame]
+    summaries: dict[str, dict]
+
+
+def newest_simulation(settings: Settings) -> Simulation | None:
+    """The simulator run under ``<data_dir>/simulations/`` with the newest curve. A run of one policy keeps
+    ``curve.csv`` in its output folder; a run of several keeps ``<policy>/curve.csv`` and ``curves.png``."""
+    root = Path(settings.data_dir) / "simulations"
+    runs: dict[Path, float] = {}
+    for curve in root.rglob("curve.csv") if root.is_dir() else []:
+        run = curve.parent.parent if (curve.parent.parent / "curves.png").is_file() else curve.parent
+        runs[run] = max(runs.get(run, 0.0), curve.stat().st_mtime)
+    if not runs:
+        return None
+    folder = max(runs, key=lambda r: runs[r])
+    files = sorted(folder.glob("*/curve.csv")) if (folder / "curves.png").is_file() else [folder / "curve.csv"]
+    curves, summaries = {}, {}
+    for f in files:
+        summary = json.loads((f.parent / "summary.json").read_text()) if (f.parent / "summary.json").is_file() else {}
+        policy = summary.get("policy", f.parent.name)
+        curves[policy] = pl.read_csv(f)
+        summaries[policy] = summary
+    return Simulation(folder, curves, summaries)
+
+
+def page(settings: Settings) -> str:
+    """The whole Crawl page from the exported snapshot and the newest simulation."""
+    return render(load_snapshot(settings), newest_simulation(settings))
+
+
+# -- rendering ---------------------------------------------------------------------------------------------
+
+
+def fmt(value: Any) -> str:
+    """A cell's text: integers in full, other numbers to 4 significant digits (whole numbers from 1000 on)."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    if isinstance(value, list):
+        return ", ".join(fmt(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {fmt(v)}" for k, v in value.items())
+    return str(value)
+
+
+_NUMERIC = ' class="n"'
+
+
+def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict], key: str | None = None) -> str:
+    """An HTML table; each cell carries its column name (``data-col``) and each row its key (``data-key``)."""
+    if not rows:
+        return f'<p class="empty" id="{table_id}">None.</p>'
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
+    body = []
+    for row in rows:
+        attr = f' data-key="{html.escape(str(row[key]))}"' if key else ""
+        cells = "".join(f'<td data-col="{col}"{_NUMERIC if isinstance(row.get(col), int | float) else ""}>'
+                        f"{html.escape(fmt(row.get(col)))}</td>" for col, _ in columns)
+        body.append(f"<tr{attr}>{cells}</tr>")
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _svg(fig: Any) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    text = buf.getvalue()
+    return text[text.index("<svg"):]
+
+
+def _figure(plot_id: str, caption: str, draw: Any, size: tuple[float, float] = (9, 3.2), axes: int = 1) -> str:
+    """A figure drawn by ``draw(axes list)``; the Figure API (no pyplot) is safe in the API server's threads."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):
+        fig = Figure(figsize=size, layout="constrained")
+        draw(list(fig.subplots(1, axes, squeeze=False)[0]))
+        svg = _svg(fig)
+    return f'<figure id="{plot_id}">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
+
+
+def _cycles_plot(cycles: list[dict], errors: list[dict]) -> str:
+    from matplotlib.ticker import MaxNLocator
+
+    def draw(axes: list) -> None:
+        xs = [c["cycle"] for c in cycles]
+        for col, label in (("fetched", "fetched"), ("new_urls", "new URLs"), ("errors", "errors")):
+            axes[0].plot(xs, [c[col] or 0 for c in cycles], marker="o", label=label)
+        axes[0].set_xlabel("cycle")
+        axes[0].legend()
+        classes = sorted({e["error_class"] for e in errors})
+        bottom = dict.fromkeys(xs, 0)
+        for cls in classes:
+            counts = {e["cycle"]: e["urls"] for e in errors if e["error_class"] == cls}
+            heights = [counts.get(x, 0) for x in xs]
+            axes[1].bar(xs, heights, bottom=[bottom[x] for x in xs], label=cls)
+            for x, h in zip(xs, heights, strict=True):
+                bottom[x] += h
+        axes[1].set_xlabel("cycle")
+        axes[1].set_title("fetch errors by class")
+        if classes:
+            axes[1].legend()
+        else:
+            axes[1].text(0.5, 0.5, "no fetch errors", ha="center", transform=axes[1].transAxes)
+        for ax in axes:
+            ax.set_xticks(xs)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of URLs
+            ax.grid(alpha=0.3)
+
+    return _figure("plot-cycles", "URLs fetched, new and failed per cycle; errors by class", draw, axes=2)
+
+
+def _curves_plot(sim: Simulation) -> str:
+    def draw(axes: list) -> None:
+        ax = axes[0]
+        longest = max(sim.curves.values(), key=lambda c: c.height)
+        ax.plot(longest["fraction"], longest["ideal"], color="black", linestyle="--", label="ideal")
+        for policy, points in sim.curves.items():
+            ax.plot(points["fraction"], points["policy"], label=policy)
+        ax.set_xlabel("fraction of the snapshot's pages fetched")
+        ax.set_ylabel("true impact share")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend()
+
+    return _figure("plot-curves", f"Impact curves of the simulation in {sim.folder}", draw, size=(9, 3.6))
+
+
+def fit_series(model_runs: list[dict]) -> dict[str, dict[str, list[tuple[int, float]]]]:
+    """model -> metric -> [(cycle, value)] for the numeric metrics named in FIT_METRICS."""
+    out: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for run in model_runs:
+        for name, value in (run["metrics"] or {}).items():
+            if isinstance(value, int | float) and not isinstance(value, bool) and any(m in name for m in FIT_METRICS):
+                out.setdefault(run["model"], {}).setdefault(name, []).append((run["cycle"], float(value)))
+    return out
+
+
+def _fits_plot(series: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
+    def draw(axes: list) -> None:
+        for ax, (model, metrics) in zip(axes, series.items(), strict=True):
+            for name, points in metrics.items():
+                ax.plot([c for c, _ in points], [v for _, v in points], marker="o", label=name)
+            values = [v for points in metrics.values() for _, v in points]
+            if min(values) > 0 and max(values) / min(values) > 1000:
+                ax.set_yscale("log")
+            ax.set_title(model)
+            ax.set_xlabel("cycle")
+            ax.set_xticks(sorted({c for points in metrics.values() for c, _ in points}))
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+
+    return _figure("plot-fits", "Fit quality of each model over cycles", draw,
+                   size=(max(4.0, 3.2 * len(series)), 3.2), axes=len(series))
+
+
+_CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("policy", "policy"), ("status", "status"),
+                  ("batch_size", "batch"), ("fetched", "fetched"), ("errors", "errors"), ("new_urls", "new URLs"),
+                  ("pages_total", "pages"), ("frontier_open", "frontier open"), ("next_batch", "next batch"),
+                  ("seconds", "seconds"), ("gate_failures", "gate failures")]
+_HOST_COLUMNS = [("host", "host"), ("robots_status", "robots.txt status"), ("crawl_delay", "crawl-delay"),
+                 ("delay", "delay s"), ("last_response_ms", "last ms"), ("consecutive_errors", "errors in a row"),
+                 ("backoff_until", "backed off until"), ("fetches", "fetches"), ("errors", "errors"),
+                 ("avg_ms", "avg ms"), ("p95_ms", "p95 ms")]
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1rem 1.5rem; color: #1a202c; }
+h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 2rem; border-bottom: 1px solid #cbd5e0; }
+table { border-collapse: collapse; margin: .5rem 0; font-size: 13px; }
+th, td { border: 1px solid #e2e8f0; padding: 2px 6px; text-align: left; vertical-align: top; }
+th { background: #edf2f7; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.cards { display: flex; gap: .75rem; flex-wrap: wrap; }
+.card { border: 1px solid #cbd5e0; border-radius: 6px; padding: .4rem .8rem; min-width: 7rem; }
+.card b { display: block; font-size: 1.3rem; } .bad { color: #c53030; }
+figure { margin: .5rem 0; } figure svg { max-width: 100%; height: auto; } figcaption { color: #4a5568; }
+.scroll { max-height: 28rem; overflow: auto; display: inline-block; }
+"""
+
+
+def render(snapshot: dict | None, simulation: Simulation | None) -> str:
+    """The Crawl page as one HTML document."""
+    parts = ["<h1>Crawl</h1>"]
+    if snapshot is None:
+        parts.append('<p id="no-snapshot">No crawl cycle has finished yet: the page shows the crawl once the first '
+                     "cycle closes.</p>")
+    else:
+        parts += _crawl_sections(snapshot)
+    parts.append("<h2>Policy curves</h2>")
+    if simulation is None:
+        parts.append('<p id="no-simulation">No simulation yet (<code>crawlcycle simulate</code> writes them under '
+                     "the data folder's <code>simulations/</code>).</p>")
+    else:
+        parts.append(_curves_plot(simulation))
+        budgets = [{"policy": p, "budget": b, **v} for p, s in simulation.summaries.items()
+                   for b, v in s.get("budgets", {}).items()]
+        parts.append(_table("budgets", [("policy", "policy"), ("budget", "budget"), ("fetches", "fetches"),
+                                        ("pct_of_ideal", "share of ideal"), ("p_cs", "P_CS"), ("p_st", "P_ST")],
+                            budgets))
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Crawl</title>'
+            f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
+
+
+def _crawl_sections(snapshot: dict) -> list[str]:
+    t = snapshot["tables"]
+    cycle = snapshot["cycle"]
+    latest = next((c for c in t["cycles"] if c["cycle"] == cycle), {})
+    gates = [g for g in t["gates"] if g["cycle"] == cycle]
+    passed, checks = sum(g["passed"] for g in gates), sum(g["checks"] for g in gates)
+    cards = [("fetched", "fetched", latest.get("fetched")), ("errors", "errors", latest.get("errors")),
+             ("new_urls", "new URLs", latest.get("new_urls")), ("pages_total", "pages", latest.get("pages_total")),
+             ("frontier_open", "frontier open", latest.get("frontier_open")),
+             ("next_batch", "next batch", latest.get("next_batch")), ("gates", "gate checks passed",
+                                                                     f"{passed}/{checks}")]
+    card_html = "".join(f'<div class="card{" bad" if key == "gates" and passed < checks else ""}" data-card="{key}">'
+                        f"{html.escape(label)}<b>{html.escape(fmt(value))}</b></div>" for key, label, value in cards)
+    out = [f'<p id="as-of">Cycle <b>{cycle}</b> ({html.escape(str(latest.get("interval_start", "")))}, policy '
+           f'{html.escape(str(latest.get("policy", "")))}), exported {html.escape(snapshot["exported_at"])}</p>',
+           f'<div class="cards" id="latest">{card_html}</div>',
+           "<h2>Cycles</h2>", _cycles_plot(t["cycles"], t["fetch_errors"]),
+           _table("cycles", _CYCLE_COLUMNS, t["cycles"], key="cycle"),
+           "<h3>Fetch errors by class</h3>",
+           _table("fetch-errors", [("cycle", "cycle"), ("error_class", "class"), ("urls", "URLs")], t["fetch_errors"]),
+           "<h3>Quality gates</h3>",
+           _table("gates", [("cycle", "cycle"), ("gate", "gate"), ("checks", "checks"), ("passed", "passed"),
+                            ("failed", "failed"), ("warned", "warned")], t["gates"]),
+           _table("gate-problems", [("cycle", "cycle"), ("gate", "gate"), ("expectation", "check"),
+                                    ("severity", "severity"), ("failed_rows", "failed rows"),
+                                    ("observed", "observed")], t["gate_problems"]) if t["gate_problems"]
+           else '<p id="gate-problems">Every check passed in the latest cycle with gate results.</p>']
+    batch = t["batch"]
+    batch_cycle = batch[0]["cycle"] if batch else cycle + 1
+    rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items() if k != "needy_queries"}} for b in batch]
+    out += [f'<h2>Batch of cycle {batch_cycle}</h2><p>{len(batch)} URLs in fetch order, with the parts of each '
+            "priority and the needy queries whose sketches hold the URL.</p>",
+            '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("policy", "policy"),
+                                                     ("priority", "priority"), ("parts", "parts"),
+                                                     ("needy_queries", "needy queries"), ("in_links", "in-links"),
+                                                     ("pagerank", "PageRank")], rows, key="rank"), "</div>",
+            "<h3>Needy queries</h3>",
+            _table("needy-queries", [("rank", "rank"), ("query", "query"), ("frequency", "frequency"),
+                                     ("improvability", "improvability"), ("neediness", "neediness")],
+                   t["needy_queries"], key="rank"),
+            "<h2>Hosts</h2>", '<div class="scroll">', _table("hosts", _HOST_COLUMNS, t["hosts"], key="host"), "</div>",
+            "<h2>Model fits</h2>"]
+    series = fit_series(t["model_runs"])
+    if series:
+        out.append(_fits_plot(series))
+    newest = {r["model"]: r for r in t["model_runs"]}
+    fits = [{"model": m, "cycle": r["cycle"], "version": r["version"],
+             "metrics": {k: v for k, v in (r["metrics"] or {}).items() if not isinstance(v, list | dict)}}
+            for m, r in sorted(newest.items())]
+    out.append(_table("fits", [("model", "model"), ("cycle", "cycle"), ("version", "version"),
+                               ("metrics", "metrics")], fits, key="model"))
+    return out
