@@ -41,8 +41,8 @@ from pathlib import Path
 
 import duckdb
 
-from crawlcycle import cycle, ngram_index, quality, ranker, refit
-from crawlcycle.cycle import CYCLE_STAGES, cycle_dir
+from crawlcycle import cycle, ngram_index, quality, ranker, refit, shard_storage
+from crawlcycle.cycle import CYCLE_STAGES
 from crawlcycle.db import connect, migrate
 from crawlcycle.settings import Settings, load_settings
 
@@ -228,7 +228,7 @@ def write_shard(con: duckdb.DuckDBPyConnection, settings: Settings, c: int) -> N
                 "SELECT $cycle, 0, url, host, url, 200, bytes, 'text/html', t, t + 0.1, 100, false, 'fetched' "
                 "FROM (SELECT *, 1.5 * row_number() OVER (PARTITION BY host ORDER BY url) AS t FROM pages "
                 "WHERE cycle = $cycle)", {"cycle": c})
-    shard = cycle_dir(settings, c) / "shard-000"
+    shard = Path(shard_storage.shard_location(settings, c, 0))
     shard.mkdir(parents=True)
     for name, select in (
             ("fetch_log", "SELECT url, host, status, content_type, outcome, NULL::VARCHAR AS error_class, started_at, "
@@ -259,7 +259,7 @@ def run_gates(gates: tuple[str, ...], settings: Settings) -> tuple[float, float,
     t = time.perf_counter()
     quality.load_gx()
     imported = time.perf_counter() - t
-    shards = [str(d) for d in cycle_dir(settings, CYCLE).glob("shard-*")]
+    shards = shard_storage.stored_shards(settings, CYCLE)
     t = time.perf_counter()
     for gate in gates:
         cycle.gate(settings, gate, CYCLE, shards)

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from crawlcycle import cycle
+from crawlcycle import cycle, shard_storage
 from crawlcycle.db import connect
 from crawlcycle.demo_web import DemoWeb
 from crawlcycle.gate_suites import check_names, suites
@@ -43,7 +43,7 @@ def state(golden: Settings, tmp_path: Path) -> Settings:
 
 
 def shards(s: Settings) -> list[str]:
-    return sorted(str(d) for d in cycle.cycle_dir(s, CYCLE).glob("shard-*"))
+    return shard_storage.stored_shards(s, CYCLE)
 
 
 def edit(s: Settings, name: str, change: Callable[[pl.DataFrame], pl.DataFrame], every: bool = False) -> None:

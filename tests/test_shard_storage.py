@@ -12,8 +12,9 @@ import fsspec
 import pytest
 
 from crawlcycle import cycle, shard_storage
+from crawlcycle.cli import main
 from crawlcycle.db import connect
-from crawlcycle.settings import Settings
+from crawlcycle.settings import Settings, write_toml
 
 SHARD_FILES = {"urls.parquet", "hosts_in.parquet", "responses.warc.gz", "fetch_log.parquet", "pages.parquet",
                "links.parquet", "timing.json"}
@@ -54,6 +55,10 @@ def test_cycles_exchange_shards_through_a_url(settings: Settings, tmp_path: Path
         shards = {r[0] for r in con.execute("SELECT DISTINCT shard FROM fetch_log WHERE cycle = 2").fetchall()}
         assert {f"shard-{k:03d}" for k in shards} == set(stored)
         assert con.execute("SELECT count(DISTINCT gate), bool_and(success) FROM dq_results").fetchall() == [(4, True)]
+    # the gates run alone outside Airflow find the stored shards too
+    assert shard_storage.stored_shards(s, 2) == sorted(f"{shard_storage.cycle_location(s, 2)}/{n}" for n in stored)
+    write_toml(s, tmp_path / "s.toml")
+    assert main(["check", "fetch", "--cycle", "2", "--config", str(tmp_path / "s.toml")]) == 0
 
 
 def test_remote_shard_is_stored_only_when_the_stage_succeeds(memory_url: str) -> None:

@@ -66,13 +66,14 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from crawlcycle import cycle
+    from crawlcycle import cycle, shard_storage
     from crawlcycle.quality import GateFailed
 
     settings = _settings(args)
-    shards = sorted(str(d) for d in cycle.cycle_dir(settings, args.cycle).glob("shard-*"))
+    shards = shard_storage.stored_shards(settings, args.cycle)
     if args.stage in ("fetch", "parse") and not shards:
-        print(f"no shard files of cycle {args.cycle} in {cycle.cycle_dir(settings, args.cycle)}", file=sys.stderr)
+        print(f"no shard files of cycle {args.cycle} in {shard_storage.cycle_location(settings, args.cycle)}",
+              file=sys.stderr)
         return 2
     try:
         print(cycle.gate(settings, args.stage, args.cycle, shards).message(args.cycle))

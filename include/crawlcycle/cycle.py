@@ -56,10 +56,6 @@ def shard_of(host: str, shards: int) -> int:
     return zlib.crc32(host.encode()) % shards
 
 
-def cycle_dir(settings: Settings, cycle: int) -> Path:
-    return Path(settings.data_dir) / "cycles" / f"{cycle:05d}"
-
-
 @contextmanager
 def timed(con: duckdb.DuckDBPyConnection, cycle: int, stage: str) -> Iterator[None]:
     """Record the stage's wall time in cycles.stage_seconds."""

@@ -43,6 +43,16 @@ def clear(location: str) -> None:
         fs.rm(path, recursive=True)
 
 
+def stored_shards(settings: Settings, cycle: int) -> list[str]:
+    """Locations of the shards stored for cycle ``cycle``, in order."""
+    location = cycle_location(settings, cycle)
+    if not is_remote(location):
+        return sorted(str(p) for p in Path(location).glob("shard-*"))
+    fs, path = _fs(location)
+    names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.glob(f"{path}/shard-*")]
+    return sorted(f"{location}/{name}" for name in names)
+
+
 @contextmanager
 def local_shard(location: str, write: bool = True) -> Iterator[Path]:
     """A local folder holding the shard's files; with ``write`` it is created when missing and what the block
