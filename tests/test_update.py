@@ -13,6 +13,7 @@ from crawlcycle.db import connect, migrate
 from crawlcycle.settings import Settings
 from crawlcycle.simhash import simhash
 from crawlcycle.update import mark_stored_duplicates
+from tests.faultserver import FaultServer, respond
 
 TEXT = " ".join(f"word{i}" for i in range(1000))
 
@@ -70,3 +71,27 @@ def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, 
     # Tried in cycles 1, 2 and 4 (waits of 1, then 2 cycles), then given up.
     assert states == [("retry_pending", 1, 2), ("retry_pending", 2, 4), ("retry_pending", 2, 4),
                       ("gone", 3, None), ("gone", 3, None)]
+
+
+def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Settings, tmp_path: Path) -> None:
+    server = FaultServer()
+    try:
+        server.route("r.test", "/robots.txt", respond(404))
+        server.route("r.test", "/page", respond(200, b'<a href="/old">old</a> <a href="/target">target</a>'))
+        server.route("r.test", "/old", respond(301, headers={"Location": "/target"}))
+        server.route("r.test", "/target", respond(200, b"<title>Target</title><p>the target page</p>"))
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("http://r.test/page\n")
+        # bfs with one URL per batch: cycle 2 fetches /old alone, which redirects to /target, known since cycle 1
+        s = replace(settings, seeds_file=str(seeds), policy="bfs", batch_size=1, min_delay=0.0,
+                    connect_to=f"r.test=127.0.0.1:{server.port},{settings.connect_to}")
+        cycle.init(s)
+        cycle.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
+        cycle.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)  # the update gate checks it too
+    finally:
+        server.close()
+    with connect(s, read_only=True) as con:
+        assert con.execute("SELECT url FROM batches WHERE cycle = 2").fetchall() == [("http://r.test/old",)]
+        assert con.execute("SELECT status, status_cycle FROM frontier WHERE url = 'http://r.test/target'"
+                           ).fetchall() == [("fetched", 2)]
+        assert con.execute("SELECT cycle FROM pages WHERE url = 'http://r.test/target'").fetchall() == [(2,)]

@@ -201,17 +201,19 @@ def plot(curves: dict[str, pl.DataFrame], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8, 5))
     longest = max(curves.values(), key=lambda c: c.height)
     ax.plot(longest["fraction"], longest["ideal"], color="black", linestyle="--", label="ideal")
-    for name, points in curves.items():
-        ax.plot(points["fraction"], points["policy"], label=name)
+    palette = plt.get_cmap("tab20").colors  # ten dark colours at even places, their light shades at odd ones
+    for i, (name, points) in enumerate(curves.items()):
+        ax.plot(points["fraction"], points["policy"], label=name, color=palette[(2 * i) % 20 + (i // 10) % 2],
+                linewidth=2.4 if name == "hybrid" else 1.3, linestyle="-" if i < 10 else ":")
     ax.set_xlabel("fraction of the snapshot's pages fetched")
     ax.set_ylabel("cumulative true impact share")
     ax.set_title(title)
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(ncol=2, fontsize="small")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

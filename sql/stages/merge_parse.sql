@@ -9,6 +9,9 @@ INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, status
 SELECT p.url, p.host, $cycle, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY p.url),
        'redirect', 'fetched', $cycle
 FROM s_pages p ANTI JOIN frontier f ON f.url = p.url;
+-- A redirect target that was already waiting in the frontier has now been fetched through the redirect.
+UPDATE frontier SET status = 'fetched', status_cycle = $cycle
+WHERE status IN ('unfetched', 'retry_pending', 'deferred') AND url IN (SELECT url FROM s_pages);
 -- New URLs enter in discovery order, at most $max_urls_per_host per host; the rest are recorded as rejects.
 CREATE OR REPLACE TEMP TABLE s_counted AS
 WITH cand AS (
