@@ -7,9 +7,9 @@
 - ``generated``: the demo web at ``--pages`` pages (20,000 by default) with its own first-day query log, crawled
   from every host's home page. Its wall time is the simulator's speed goal: all policies under 10 minutes.
 
-Each run writes ``bench/results/<snapshot>/`` (``curves.png``, ``findings.md``; per policy ``summary.json`` and
-``curve.csv``); it prints each policy's seconds, % of ideal and Cho's P_CS at each budget, and the
-four findings with what this run says about them. The working databases stay in ``--work``.
+Each run writes ``bench/results/<snapshot>/`` (``curves.png``, ``findings.md``, a ``summary.json`` per policy) and
+prints each policy's seconds, % of ideal and Cho's P_CS at each budget, and the four findings with what this run
+says about them. Curves, fetch orders and working databases stay in ``--work``.
 """
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ def run(name: str, warc: Path, queries: Path, seeds: Path, batch: int, cycles: i
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     shutil.copyfile(work / name / "curves.png", out / "curves.png")
-    for policy in POLICIES:
+    for policy in POLICIES:  # the curves stay in the work folder: a summary per policy is kept
         (out / policy).mkdir()
-        for file in ("summary.json", "curve.csv"):
-            shutil.copyfile(work / name / policy / file, out / policy / file)
+        shutil.copyfile(work / name / policy / "summary.json", out / policy / "summary.json")
     for policy, s in summaries.items():
         print(f"{name} {policy}_seconds={s['seconds']}")
     print(f"{name} all_policies_seconds={wall:.1f} (snapshot {summaries['bfs']['snapshot_pages']} pages)")
-    return {"wall": wall, "summaries": summaries, "curves": {p: pl.read_csv(out / p / "curve.csv") for p in POLICIES}}
+    curves = {p: pl.read_csv(work / name / p / "curve.csv") for p in POLICIES}
+    return {"wall": wall, "summaries": summaries, "curves": curves}
 
 
 def at(summary: dict, budget: float, key: str) -> float | None:
