@@ -53,7 +53,7 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         # Reprocessing clears the interval's finished run and queues it again under the same run id.
         stack.backfill("2026-11-02", "2026-11-02", reprocess=True)
         replayed = stack.wait_for_runs(2, timeout=300)
-        started = psutil.Process(stack.proc.pid).children(recursive=True)
+        started = psutil.Process(stack.components["standalone"].pid).children(recursive=True)
     # Stopping leaves nothing behind (a stray scheduler would hold its ports against the next start).
     assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert all(ti["state"] == "success" for ti in tis), [(t["task_id"], t["state"]) for t in tis]

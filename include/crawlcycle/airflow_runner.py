@@ -58,7 +58,6 @@ class AirflowStack:
         # Scheduler and API server must sign and check task tokens with one secret.
         self.env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_hex(32))
         self.log = log
-        self.proc: subprocess.Popen | None = None
         self.components: dict[str, subprocess.Popen] = {}
         self._token: str | None = None
 
@@ -91,10 +90,13 @@ class AirflowStack:
         self.airflow("pools", "set", DUCKDB_POOL, "1", "crawl database: one open at a time")
 
     def start(self, timeout: float = 240) -> None:
-        out = open(self.home / "standalone.log", "ab")  # noqa: SIM115 - lives as long as the process
-        exe = Path(sys.executable).with_name("airflow")
-        self.proc = subprocess.Popen([str(exe), "standalone"], env=self.env, stdout=out, stderr=subprocess.STDOUT)
-        self._wait_ready({"standalone": self.proc}, timeout)
+        """Start ``airflow standalone`` (its own process group, logging to ``<home>/standalone.log``)."""
+        self.start_components({"standalone": (["standalone"], {})}, timeout)
+
+    @property
+    def running(self) -> bool:
+        """Every started Airflow process is still up."""
+        return bool(self.components) and all(p.poll() is None for p in self.components.values())
 
     def start_components(self, components: dict[str, tuple[list[str], dict[str, str]]], timeout: float = 240) -> None:
         """Start ``airflow <args>`` for each name -> (args, extra environment), each in its own process group
@@ -121,24 +123,10 @@ class AirflowStack:
         raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see the logs in {self.home}")
 
     def stop(self, grace: float = 30) -> None:
-        """Stop standalone or the components and every process they started; any still running after
-        ``grace`` seconds is killed (a scheduler left behind would hold its log-server port against the next
-        start)."""
+        """Stop every started process group; a process still running after ``grace`` seconds is killed (a
+        scheduler left behind would hold its log-server port against the next start)."""
         for proc in self.components.values():
             stop_group(proc, grace=grace)
-        if not self.proc or self.proc.poll() is not None:
-            return
-        procs = [psutil.Process(self.proc.pid)]
-        procs += procs[0].children(recursive=True)
-        for p in procs:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                p.terminate()
-        _, alive = psutil.wait_procs(procs, timeout=grace)
-        for p in alive:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                p.kill()
-        psutil.wait_procs(alive, timeout=10)
-        self.proc.wait()
 
     def __enter__(self) -> AirflowStack:
         return self

@@ -89,7 +89,7 @@ def run_ui(settings: Settings, port: int = 8080) -> int:
         stack.start()
         print(f"Airflow UI: {stack.url}  (login admin / admin).  Ctrl-C stops Airflow and the demo web.", flush=True)
         try:
-            while stack.proc and stack.proc.poll() is None:
+            while stack.running:
                 time.sleep(1)
         except KeyboardInterrupt:
             pass
