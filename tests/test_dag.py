@@ -85,6 +85,19 @@ def test_operational_defaults_come_from_settings(settings: Settings, airflow_db:
     assert (parse.retries, parse.retry_exponential_backoff) == (2, 0)
 
 
+def _run_logging_failures(dag, day: int) -> tuple[object, list[str]]:
+    """dag.test one interval; the ERROR lines the crawlcycle loggers wrote meanwhile."""
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(level=logging.ERROR)
+    handler.emit = records.append
+    logging.getLogger("crawlcycle").addHandler(handler)
+    try:
+        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
+    finally:
+        logging.getLogger("crawlcycle").removeHandler(handler)
+    return run, [r.getMessage() for r in records]
+
+
 def test_failure_callback_logs_one_line_for_a_real_failure(settings: Settings, airflow_db: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
@@ -93,16 +106,36 @@ def test_failure_callback_logs_one_line_for_a_real_failure(settings: Settings, a
     write_toml(replace(settings, db_path=str(tmp_path), task_retries=0), tmp_path / "broken.toml")
     monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "broken.toml"))
     dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]
-    records: list[logging.LogRecord] = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logging.getLogger("crawlcycle").addHandler(handler)
-    try:
-        run = dag.test(logical_date=datetime(2026, 11, 1, tzinfo=UTC))
-    finally:
-        logging.getLogger("crawlcycle").removeHandler(handler)
+    run, lines = _run_logging_failures(dag, 1)
     assert run.state == "failed"
-    lines = [r.getMessage() for r in records]
     assert len(lines) == 1 and "\n" not in lines[0], lines
     assert lines[0].startswith(f"crawl_cycle.begin run {run.run_id} try 1 failed: IOException: IO Error: ")
     assert lines[0].endswith("Is a directory")
+
+
+def test_a_failing_gate_fails_its_task_and_nothing_reaches_duckdb(settings: Settings, airflow_db: Path,
+                                                                  tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    from crawlcycle.cycle import init
+    from crawlcycle.gate_suites import suites
+
+    # No demo page holds 1,000 links: the parse gate's links_per_page check fails on cycle 1.
+    broken = replace(settings, gate_min_links_per_page=1000.0, gate_min_sample=1, task_retries=0)
+    write_toml(broken, tmp_path / "strict.toml")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "strict.toml"))
+    init(broken)
+    dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]
+    run, lines = _run_logging_failures(dag, 1)
+    assert run.state == "failed"
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states["gate_shards"] == "failed" and states["update"] == "upstream_failed", states
+    # One line for the alert names the gate, the cycle and the failing check.
+    n = len(suites(broken)["parse"])
+    assert lines == [f"crawl_cycle.gate_shards run {run.run_id} try 1 failed: GateFailed: gate parse failed for "
+                     f"cycle 1 on links_per_page: {n - 1}/{n} checks passed"], lines
+    with connect(broken, read_only=True) as con:
+        failed = con.execute("SELECT expectation, report FROM dq_results WHERE NOT success").fetchall()
+        assert con.execute("SELECT count(*) FROM pages").fetchall() == [(0,)]
+    assert [f for f, _ in failed] == ["links_per_page"] and Path(failed[0][1]).is_file()

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 
@@ -160,7 +161,9 @@ def test_the_gate_fails_on_its_corruption(state: Settings, check: str) -> None:
     with pytest.raises(GateFailed) as failed:
         cycle.gate(s, stage, CYCLE, shards(s))
     message = str(failed.value)
-    assert f"gate {stage} failed for cycle {CYCLE}" in message and f"FAIL {check}:" in message
+    head = f"gate {stage} failed for cycle {CYCLE} on "
+    assert message.startswith(head) and f"FAIL {check}:" in message
+    assert check in message.splitlines()[0].removeprefix(head).split(":")[0].split(", ")  # the first line names it
     with connect(s, read_only=True) as con:
         failing = con.execute("SELECT expectation FROM dq_results WHERE cycle = ? AND gate = ? AND NOT success",
                               [CYCLE, stage]).fetchall()
@@ -200,3 +203,11 @@ def test_check_command_runs_one_gate_and_exits_nonzero_on_failure(state: Setting
     bad = check("materialize")
     assert bad.returncode == 1 and "FAIL batch_not_crawled: 1 rows" in bad.stdout
 
+
+
+@pytest.mark.parametrize("table", ["batches", "pages", "fetch_log", "links", "frontier"])
+def test_duplicating_a_stored_row_is_refused_by_its_key(state: Settings, table: str) -> None:
+    """Keys of the DuckDB tables are primary keys, so a duplicate batch (or page, ...) row cannot be stored; the
+    key checks of the gates guard the shard files, where nothing enforces them."""
+    with connect(state) as con, pytest.raises(duckdb.ConstraintException, match="Duplicate key"):
+        con.execute(f"INSERT INTO {table} SELECT * FROM {table} LIMIT 1")

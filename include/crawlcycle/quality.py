@@ -75,7 +75,9 @@ class GateReport:
 
     def message(self, cycle: int) -> str:
         bad = [o for o in self.outcomes if not o.success]
-        head = f"gate {self.gate} {'failed' if self.failed else 'passed'} for cycle {cycle}"
+        # The first line alone (Airflow's failure line, an alert) names the checks that stopped the cycle.
+        head = (f"gate {self.gate} failed for cycle {cycle} on {', '.join(o.check for o in self.failed)}"
+                if self.failed else f"gate {self.gate} passed for cycle {cycle}")
         lines = [f"{head}: {len(self.outcomes) - len(bad)}/{len(self.outcomes)} checks passed"]
         lines += [f"  {o.severity.upper()} {o.describe()}" for o in bad]
         return "\n".join(lines + [f"  report: {self.report / 'index.html'}"])
