@@ -204,7 +204,6 @@ def test_check_command_runs_one_gate_and_exits_nonzero_on_failure(state: Setting
     assert bad.returncode == 1 and "FAIL batch_not_crawled: 1 rows" in bad.stdout
 
 
-
 @pytest.mark.parametrize("table", ["batches", "pages", "fetch_log", "links", "frontier"])
 def test_duplicating_a_stored_row_is_refused_by_its_key(state: Settings, table: str) -> None:
     """Keys of the DuckDB tables are primary keys, so a duplicate batch (or page, ...) row cannot be stored; the
