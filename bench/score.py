@@ -173,8 +173,10 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "ELSE 'fetched' END, p.cycle FROM u LEFT JOIN pg p ON p.seq = u.seq AND p.cycle < $cycle "
                 "WHERE u.seq <= $old", {"old": old_urls, "cycle": c})
     con.execute(INSERT_PAGES, {"lo": 1, "hi": c - 1})
-    con.execute("INSERT INTO hosts (host, robots_status, robots_fetched_at, robots_txt, delay, errors, updated_cycle) "
-                "SELECT DISTINCT host, 200, epoch(now()), $robots, 1.0, 0, $cycle - 1 FROM pg",
+    con.execute("INSERT INTO hosts (host, delay, errors, updated_cycle) "
+                "SELECT DISTINCT host, 1.0, 0, $cycle - 1 FROM pg", {"cycle": c})
+    con.execute("INSERT INTO robots (origin, host, status, fetched_at, robots_txt, updated_cycle) "
+                "SELECT DISTINCT 'http://' || host, host, 200, epoch(now()), $robots, $cycle - 1 FROM pg",
                 {"robots": ROBOTS, "cycle": c})
     say(f"history: {old_urls} URLs, {old_pages} pages, hosts")
     links = {"targets": old_urls, "per_page": n["links"] // n["pages"] + 6, "lo": 1, "hi": c - 1,

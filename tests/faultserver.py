@@ -1,8 +1,9 @@
 """A loopback HTTP server that misbehaves on purpose: one scripted handler per (host, path).
 
-Every connection reads one request head, logs (time, host, path) in ``hits`` and runs the handler for
-the Host header and path (a route path ending in ``*`` matches by prefix; host ``*`` matches any host).
-Handlers write raw bytes, so they can trickle, hang, reset or lie.
+Every request head read logs (time, host, path) in ``hits`` and runs the handler for the Host header and
+path (a route path ending in ``*`` matches by prefix; host ``*`` matches any host). Handlers write raw bytes,
+so they can trickle, hang, reset or lie. A handler that returns True keeps the connection open for the next
+request (``respond(keep_alive=True)``); otherwise the server closes it. ``connections`` counts accepted ones.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from http import HTTPStatus
 
-Handler = Callable[[socket.socket, str], None]
+Handler = Callable[[socket.socket, str], bool | None]
 
 
 def _head(status: int, headers: dict[str, str]) -> bytes:
@@ -24,14 +25,16 @@ def _head(status: int, headers: dict[str, str]) -> bytes:
 
 
 def respond(status: int = 200, body: bytes = b"", headers: dict[str, str] | None = None,
-            content_type: str | None = "text/html; charset=utf-8", delay: float = 0.0) -> Handler:
+            content_type: str | None = "text/html; charset=utf-8", delay: float = 0.0,
+            keep_alive: bool = False) -> Handler:
     """A complete response with Content-Length, sent after ``delay`` seconds."""
-    def handle(conn: socket.socket, path: str) -> None:
+    def handle(conn: socket.socket, path: str) -> bool:
         time.sleep(delay)
         h = {"Content-Type": content_type} if content_type else {}
         h.update(headers or {})
-        h.update({"Content-Length": str(len(body)), "Connection": "close"})
+        h.update({"Content-Length": str(len(body)), "Connection": "keep-alive" if keep_alive else "close"})
         conn.sendall(_head(status, h) + body)
+        return keep_alive
     return handle
 
 
@@ -91,6 +94,7 @@ class FaultServer:
         self.port: int = self.sock.getsockname()[1]
         self.routes: dict[tuple[str, str], Handler] = {}
         self.hits: list[tuple[float, str, str]] = []
+        self.connections = 0
         self._closing = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -112,6 +116,7 @@ class FaultServer:
                 continue
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _find(self, host: str, path: str) -> Handler:
@@ -129,16 +134,19 @@ class FaultServer:
             try:
                 conn.settimeout(5)
                 data = b""
-                while b"\r\n\r\n" not in data:
-                    chunk = conn.recv(4096)
-                    if not chunk:
+                while True:
+                    while b"\r\n\r\n" not in data:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            return
+                        data += chunk
+                    head, data = data.split(b"\r\n\r\n", 1)
+                    lines = head.decode("latin-1").split("\r\n")
+                    path = lines[0].split(" ")[1]
+                    headers = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+                    host = {k.lower(): v.strip() for k, v in headers.items()}.get("host", "").rsplit(":", 1)[0]
+                    self.hits.append((time.time(), host, path))
+                    if not self._find(host, path)(conn, path):
                         return
-                    data += chunk
-                lines = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                headers = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
-                host = {k.lower(): v.strip() for k, v in headers.items()}.get("host", "").rsplit(":", 1)[0]
-                self.hits.append((time.time(), host, path))
-                self._find(host, path)(conn, path)
             except OSError:
                 pass  # the client went away: expected in these tests

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -70,3 +71,45 @@ def test_setting_flags_mean_the_same_in_every_command(tmp_path: Path, settings: 
     write_toml(settings, tmp_path / "s.toml")
     res = _run("settings", "--policy", "pagerank", "--snapshot", "x.warc.gz", config=tmp_path / "s.toml")
     assert "policy = 'pagerank'" in res.stdout and "x.warc.gz'" in res.stdout, res.stderr
+
+
+def _run_in(folder: Path, *args: str, stdin: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The command as typed in ``folder``: no --config and, unless ``env`` says, no CRAWLCYCLE_* variable."""
+    return subprocess.run([EXE, *args], cwd=folder, input=stdin, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", **(env or {})})
+
+
+def test_the_command_reads_the_crawlcycle_toml_of_its_folder_or_above(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "sub" / "deeper").mkdir(parents=True)
+    (project / "crawlcycle.toml").write_text('[crawlcycle]\nbatch_size = 7\ndb_path = "state/crawl.duckdb"\n')
+    for folder in (project, project / "sub" / "deeper"):
+        res = _run_in(folder, "settings")
+        assert res.returncode == 0, res.stderr
+        lines = res.stdout.splitlines()
+        assert lines[0] == f"# config: {project / 'crawlcycle.toml'}"
+        assert "batch_size = 7" in lines and f"db_path = '{project / 'state' / 'crawl.duckdb'}'" in lines
+    # $CRAWLCYCLE_CONFIG and --config come before the search
+    (tmp_path / "other.toml").write_text("batch_size = 9\n")
+    res = _run_in(project, "settings", env={"CRAWLCYCLE_CONFIG": str(tmp_path / "other.toml")})
+    assert res.stdout.splitlines()[:1] == [f"# config: {tmp_path / 'other.toml'}"] and "batch_size = 9" in res.stdout
+    res = _run_in(project, "settings", "--config", str(tmp_path / "other.toml"))
+    assert "batch_size = 9" in res.stdout.splitlines()
+    res = _run_in(tmp_path, "settings")
+    assert res.returncode == 0 and res.stdout.startswith("# config: none") and "batch_size = 400" in res.stdout
+
+
+def test_only_commands_that_fetch_need_a_user_agent(settings: Settings, tmp_path: Path) -> None:
+    write_toml(replace(settings, user_agent=""), tmp_path / "crawlcycle.toml")
+    res = _run_in(tmp_path, "init")
+    assert res.returncode == 0 and "seed URLs admitted" in res.stdout, res.stderr
+    assert "no cycles yet" in _run_in(tmp_path, "report").stdout
+    res = _run_in(tmp_path, "sql", "SELECT count(*) AS seeds FROM frontier")
+    assert res.returncode == 0 and "seeds" in res.stdout, res.stderr
+    assert _run_in(tmp_path, "canon", stdin="HTTP://A.test/x#y\n").stdout == "http://a.test/x\n"
+    for args in (("cycle", "--date", "2026-11-01"), ("fetch", "--urls", "u.txt", "--out", "out")):
+        res = _run_in(tmp_path, *args)
+        assert res.returncode == 2 and res.stderr.startswith("crawlcycle: setting user_agent: required"), res.stderr
+    with connect(settings, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]

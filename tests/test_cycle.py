@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import duckdb
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle import cycle
 from crawlcycle.db import connect
-from crawlcycle.robots import RobotsRules
+from crawlcycle.demo_web import DemoWeb
+from crawlcycle.robots import RobotsRules, origin_of
 from crawlcycle.settings import POLICIES, Settings
 from tests.tables import table_digest
 
@@ -38,16 +43,17 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
         per_host = _q(con, "SELECT max(n), sum(n) FROM (SELECT count(*) n FROM batches WHERE cycle = 3 GROUP BY host)")
         assert 0 < per_host[0][1] <= settings.batch_size and per_host[0][0] <= settings.per_host_cap
         assert _q(con, "SELECT count(*) FROM batches b JOIN pages p USING (url) WHERE b.cycle = 3")[0][0] == 0
-        # robots.txt: no batch ever held a URL its host's robots.txt disallows.
-        hosts = {h: RobotsRules.from_stored(s, t, settings.robots_token)
-                 for h, s, t in _q(con, "SELECT host, robots_status, robots_txt FROM hosts")}
-        batch = _q(con, "SELECT url, host FROM batches WHERE cycle > 1")
-        assert batch and all(hosts[h].allowed(u) for u, h in batch if h in hosts)
-        # robots.txt was fetched (or found missing) for every host fetched from, once.
-        assert _q(con, "SELECT count(DISTINCT host) FROM fetch_log") == _q(
-            con, "SELECT count(*) FROM hosts WHERE robots_fetched_at IS NOT NULL")
-        assert _q(con, "SELECT count(*), count(DISTINCT host) FROM fetch_requests WHERE url LIKE '%/robots.txt'")[0] \
-            == _q(con, "SELECT count(*), count(*) FROM hosts")[0]
+        # robots.txt: no batch ever held a URL its origin's robots.txt disallows.
+        origins = {o: RobotsRules.from_stored(s, t, settings.robots_token)
+                   for o, s, t in _q(con, "SELECT origin, status, robots_txt FROM robots")}
+        batch = _q(con, "SELECT url FROM batches WHERE cycle > 1")
+        assert batch and all(origins[origin_of(u)].allowed(u) for u, in batch if origin_of(u) in origins)
+        # robots.txt was fetched (or found missing) for every origin fetched from, once.
+        fetched_origins = {origin_of(u) for u, in _q(con, "SELECT url FROM fetch_log WHERE started_at IS NOT NULL")}
+        assert fetched_origins <= set(origins) and len(origins) == _q(con, "SELECT count(*) FROM robots "
+                                                                          "WHERE fetched_at IS NOT NULL")[0][0]
+        assert _q(con, "SELECT count(*), count(DISTINCT url) FROM fetch_requests WHERE url LIKE '%/robots.txt'")[0] \
+            == _q(con, "SELECT count(*), count(*) FROM robots")[0]
         # Every gate ran and passed; the views answer.
         assert _q(con, "SELECT count(DISTINCT gate), bool_and(success) FROM dq_results") == [(4, True)]
         assert [r[0] for r in _q(con, "SELECT cycle FROM v_cycle_summary")] == [1, 2]
@@ -62,6 +68,44 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
                                                     "AND cycle = 2")[0][0])
         assert _q(con, "SELECT count(DISTINCT policy) FROM batches WHERE cycle > 1") == [(1,)]
         assert _q(con, "SELECT any_value(policy) FROM batches") == [("hybrid",)]
+    # Every WARC the cycles wrote passes warcio's own check (record digests), and opens with a warcinfo record.
+    warcs = sorted(Path(settings.data_dir).glob("cycles/*/shard-*/responses.warc.gz"))
+    assert len(warcs) >= 2
+    check = subprocess.run([str(Path(sys.executable).with_name("warcio")), "check", "-v", *map(str, warcs)],
+                           capture_output=True, text=True)
+    records = []
+    for path in warcs:
+        with path.open("rb") as f:
+            types = [r.rec_type for r in ArchiveIterator(f)]
+        assert types[0] == "warcinfo" and types.count("warcinfo") == 1
+        records += types
+    assert check.returncode == 0 and check.stdout.count("digest pass") == len(records) > 20, check.stdout[-2000:]
+
+
+def test_a_sitemap_brings_the_pages_it_lists_into_the_frontier(settings: Settings, demo_web: DemoWeb,
+                                                              tmp_path: Path) -> None:
+    """The demo web's tail host names a sitemap in its robots.txt: a crawl seeded with its home page alone learns
+    every page of the host from it, most of which no fetched page links to yet."""
+    with demo_web.warc.open("rb") as f:
+        robots = [(r.rec_headers.get_header("WARC-Target-URI"), r.content_stream().read().decode())
+                  for r in ArchiveIterator(f) if r.rec_headers.get_header("WARC-Target-URI").endswith("/robots.txt")]
+    (robots_url, text), = ((u, t) for u, t in robots if "Sitemap:" in t)
+    host = urlsplit(robots_url).hostname
+    (tmp_path / "seeds.txt").write_text(f"http://{host}/\n")
+    s = replace(settings, seeds_file=str(tmp_path / "seeds.txt"))
+    cycle.init(s)
+    cycle.run_cycle(s, DAY1, progress=lambda m: None)
+    with connect(s, read_only=True) as con:
+        (url, kind, entries, admitted, reason), = con.execute(
+            "SELECT url, kind, entries, admitted, reason FROM v_sitemaps WHERE host = ?", [host]).fetchall()
+        assert (url, kind, reason) == (text.split("Sitemap: ")[1].strip(), "urlset", None) and entries == admitted >= 5
+        # every page it lists is known now; those the home page does not link to came from it alone
+        assert con.execute("SELECT count(*) FROM frontier WHERE host = ?", [host]).fetchall()[0][0] >= admitted
+        only_listed = _q(con, "SELECT count(*), count(DISTINCT host) FROM frontier f WHERE source = 'sitemap' AND "
+                              "NOT EXISTS (SELECT 1 FROM links l WHERE l.dst = f.url)")[0]
+        assert only_listed[0] >= 1 and only_listed == _q(con, "SELECT count(*), 1 FROM frontier WHERE source = "
+                                                              "'sitemap'")[0]
+        assert _q(con, "SELECT bool_and(success) FROM dq_results") == [(True,)]
 
 
 def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> None:

@@ -42,6 +42,18 @@ def test_dag_imports_cleanly_and_wires_every_stage(dagbag, settings: Settings) -
     assert {"materialize"} <= tasks["gate_materialize"].upstream_task_ids
 
 
+def test_the_dag_needs_a_user_agent(settings: Settings, airflow_db: Path, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    write_toml(replace(settings, user_agent=""), tmp_path / "anonymous.toml")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "anonymous.toml"))
+    dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
+    assert "crawl_cycle" not in dagbag.dags
+    (error,) = dagbag.import_errors.values()
+    assert "setting user_agent: required, and must carry a contact URL or e-mail" in error
+
+
 def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
     from crawlcycle.cycle import init
 
@@ -109,8 +121,9 @@ def test_failure_callback_logs_one_line_for_a_real_failure(settings: Settings, a
     run, lines = _run_logging_failures(dag, 1)
     assert run.state == "failed"
     assert len(lines) == 1 and "\n" not in lines[0], lines
-    assert lines[0].startswith(f"crawl_cycle.begin run {run.run_id} try 1 failed: IOException: IO Error: ")
-    assert lines[0].endswith("Is a directory")
+    assert lines[0].startswith(f"crawl_cycle.begin run {run.run_id} try 1 failed: DatabaseOpenError: "
+                               f"setting db_path: {tmp_path} cannot be opened (")
+    assert lines[0].endswith("Is a directory)")
 
 
 def test_a_failing_gate_fails_its_task_and_nothing_reaches_duckdb(settings: Settings, airflow_db: Path,

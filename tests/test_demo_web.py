@@ -18,6 +18,7 @@ from protego import Protego
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.demo_web import generate
+from crawlcycle.sitemaps import read_sitemap
 
 
 def read_warc(path: Path) -> dict[str, dict]:
@@ -157,11 +158,19 @@ def test_awkward_cases(web) -> None:
     robots = {u: r["body"].decode() for u, r in records.items() if u.endswith("/robots.txt")}
     strict = [text for text in robots.values() if "Crawl-delay: 0.2" in text]
     assert len(strict) == 1 and "Disallow: /drafts/" in strict[0]
-    assert all(text == "User-agent: *\nDisallow:\n" for text in robots.values() if text not in strict)
+    listing = {u: text for u, text in robots.items() if "Sitemap:" in text}
+    assert all(text == "User-agent: *\nDisallow:\n" for u, text in robots.items() if text not in strict
+               and u not in listing)
     hosts = {urlsplit(u).hostname for u in records}
     assert len(hosts) - len(robots) == 1  # one host has no robots.txt at all
+    # one tail host names a sitemap that lists its pages, each a page of the web
+    (robots_url, text), = listing.items()
+    sitemap = read_sitemap(records[text.split("Sitemap: ")[1].strip()]["body"], 1_000_000)
+    host = urlsplit(robots_url).hostname
+    assert sitemap.kind == "urlset" and sitemap.reason is None
+    assert set(sitemap.locs) == {u for u in pages if urlsplit(u).hostname == host}
 
-    types = {r["type"].split(";")[0]: r["body"] for u, r in records.items() if not u.endswith("robots.txt")}
+    types = {r["type"].split(";")[0]: r["body"] for u, r in records.items() if not u.endswith(("robots.txt", ".xml"))}
     assert types["application/pdf"].startswith(b"%PDF-")
     assert types["image/png"].startswith(b"\x89PNG\r\n\x1a\n")
     assert "text/plain" in types

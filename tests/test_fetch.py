@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
+import threading
 import time
 import tracemalloc
 from pathlib import Path
 
+import polars as pl
 import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlcycle import shard_files
 from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.politeness import read_journal
+from crawlcycle.settings import Settings, load_settings, write_toml
 from tests.faultserver import (
     FaultServer,
     chunked,
@@ -38,21 +45,24 @@ def settings_for(server: FaultServer, **overrides: object) -> Settings:
     base = {"user_agent": UA, "connect_to": f"*.test=127.0.0.1:{server.port}", "allow_networks": "127.0.0.0/8",
             "min_delay": 0.1, "max_delay": 1.0, "delay_factor": 1.0, "connect_timeout": 0.5,
             "read_timeout": 0.3, "total_deadline": 0.8, "max_body_bytes": 50_000, "robots_max_bytes": 10_000,
-            "fetch_time_limit": 20.0, "fetch_concurrency": 8}
+            "fetch_time_limit": 20.0, "fetch_concurrency": 8, "sitemap_fallback": False}
     return load_settings(overrides=base | overrides, environ={})
 
 
-def run(urls: list[str], settings: Settings, out: Path, hosts: list[dict] | None = None):
-    """Fetch, then read back (log by URL, requests, hosts by name) from the written files."""
-    result = fetch_urls(urls, settings, out, hosts)
+def run(urls: list[str], settings: Settings, out: Path, state: dict | None = None, **kwargs: object):
+    """Fetch, then read back (log by URL, requests, and the stored state: hosts by name, robots by origin)."""
+    state = state or {}
+    result = fetch_urls(urls, settings, out, hosts=list(state.get("hosts", {}).values()),
+                        robots=list(state.get("robots", {}).values()), **kwargs)
     log = pq.read_table(result.fetch_log)
     assert log.schema.equals(FETCH_LOG_SCHEMA)
     rows = log.to_pylist()
     assert [r["url"] for r in rows] == list(dict.fromkeys(urls))  # one row per input URL, in order
     assert all(r["outcome"] in OUTCOMES for r in rows)
     requests = pq.read_table(result.requests).to_pylist()
-    host_rows = {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()}
-    return {r["url"]: r for r in rows}, requests, host_rows
+    stored = {"hosts": {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()},
+              "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()}}
+    return {r["url"]: r for r in rows}, requests, stored
 
 
 def gaps(requests: list[dict], host: str) -> list[float]:
@@ -83,7 +93,7 @@ def test_polite_fetch_records_everything_and_reuses_robots(server: FaultServer, 
     urls = ["http://site.test/a", "http://site.test/b", "http://site.test/gz", "http://site.test/private/x",
             "http://site.test/a"]
     s = settings_for(server)
-    log, requests, hosts = run(urls, s, tmp_path)
+    log, requests, stored = run(urls, s, tmp_path)
 
     assert {u: r["outcome"] for u, r in log.items()} == {
         "http://site.test/a": "fetched", "http://site.test/b": "fetched", "http://site.test/gz": "fetched",
@@ -94,18 +104,30 @@ def test_polite_fetch_records_everything_and_reuses_robots(server: FaultServer, 
     assert log["http://site.test/gz"]["bytes"] == len(b"<html>" + b"small " * 100 + b"</html>")
     assert log["http://site.test/private/x"]["started_at"] is None
     assert "/private/x" not in server.hits_of("site.test")
-    # robots.txt first, then the pages, each gap at least the Crawl-delay
-    assert [r["url"] for r in sorted(requests, key=lambda r: r["started_at"])][0] == "http://site.test/robots.txt"
-    assert len(requests) == 4 and min(gaps(requests, "site.test")) >= 0.2
-    host = hosts["site.test"]
-    assert (host["robots_status"], host["crawl_delay"], host["sitemaps"]) == \
-        (200, 0.2, ["http://site.test/sitemap.xml"])
-    assert host["robots_txt"] == robots.decode() and host["delay"] >= 0.2 and host["errors"] == 0
+    # robots.txt first, then the pages, then the sitemap robots.txt names; each gap at least the Crawl-delay
+    order = [r["url"] for r in sorted(requests, key=lambda r: r["started_at"])]
+    assert order[0] == "http://site.test/robots.txt" and order[-1] == "http://site.test/sitemap.xml"
+    assert len(requests) == 5 and min(gaps(requests, "site.test")) >= 0.2
+    origin = stored["robots"]["http://site.test"]
+    assert (origin["status"], origin["crawl_delay"], origin["sitemaps"], origin["robots_txt"]) == \
+        (200, 0.2, ["http://site.test/sitemap.xml"], robots.decode())
+    host = stored["hosts"]["site.test"]
+    assert host["crawl_delay"] == 0.2 and host["delay"] >= 0.2 and host["errors"] == 0
+    assert host["last_request_at"] == max(r["finished_at"] for r in requests)
 
     records = warc_records(tmp_path / "responses.warc.gz")
+    kind, _, info_headers, info = records[0]  # a warcinfo record opens the file
+    assert kind == "warcinfo" and info_headers["WARC-Filename"] == "responses.warc.gz"
+    fields = dict(line.split(": ", 1) for line in info.decode().splitlines())
+    assert fields["software"].startswith("crawlcycle/") and fields["http-header-user-agent"] == UA
+    assert fields["operator"] == "http://127.0.0.1/contact" and fields["robots"].startswith("obey")
+    records = records[1:]
     assert [u for t, u, _, _ in records if t == "request"] == [u for t, u, _, _ in records if t == "response"]
     assert {u for t, u, _, _ in records} == {"http://site.test/robots.txt", "http://site.test/a",
-                                            "http://site.test/b", "http://site.test/gz"}
+                                            "http://site.test/b", "http://site.test/gz", "http://site.test/sitemap.xml"}
+    assert all(h["WARC-IP-Address"] == "127.0.0.1" for _, _, h, _ in records)
+    assert subprocess.run([str(Path(sys.executable).with_name("warcio")), "check", str(tmp_path / "responses.warc.gz")],
+                          capture_output=True).returncode == 0
     by_uri = {(t, u): (h, body) for t, u, h, body in records}
     req_headers, _ = by_uri[("request", "http://site.test/a")]
     assert req_headers["http"]["User-Agent"] == UA and req_headers["http"]["Host"] == "site.test"
@@ -114,12 +136,14 @@ def test_polite_fetch_records_everything_and_reuses_robots(server: FaultServer, 
     assert gz_body.startswith(b"<html>small") and gz_headers["http"]["X-Crawler-Content-Encoding"] == "gzip"
     assert gz_headers["WARC-IP-Address"] == "127.0.0.1"
 
-    # Second call: robots.txt comes from the hosts rows; the files are replaced, not appended to.
-    log2, requests2, _ = run(urls, s, tmp_path, hosts=list(hosts.values()))
-    assert len(log2) == 4 and [r["url"] for r in requests2].count("http://site.test/robots.txt") == 0
-    assert len(requests2) == 3 and min(gaps(requests2, "site.test")) >= 0.2
-    assert sorted(p.name for p in tmp_path.iterdir()) == \
-        ["fetch_log.parquet", "hosts.parquet", "requests.parquet", "responses.warc.gz"]
+    # Second call: robots.txt comes from the stored rows, and so its sitemaps are not read again; the first
+    # request waits the delay after the last one of the first call. The files are replaced, not appended to.
+    log2, requests2, _ = run(urls, s, tmp_path, stored)
+    assert len(log2) == 4 and [r["url"] for r in requests2] == ["http://site.test/a", "http://site.test/b",
+                                                                "http://site.test/gz"]
+    assert min(gaps(requests + requests2, "site.test")) >= 0.2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*shard_files.FETCH_OUTPUTS, shard_files.WARC, shard_files.POLITENESS_JOURNAL])
 
 
 def test_trickling_body_is_cut_at_the_total_deadline(server: FaultServer, tmp_path: Path) -> None:
@@ -204,10 +228,10 @@ def test_huge_robots_txt_is_parsed_up_to_the_limit(server: FaultServer, tmp_path
     server.route("bigrobots.test", "/robots.txt", respond(200, robots, content_type="text/plain"))
     server.route("bigrobots.test", "/late", page("late"))
     s = settings_for(server, robots_max_bytes=10_000, total_deadline=5.0)
-    log, requests, hosts = run(["http://bigrobots.test/early", "http://bigrobots.test/late"], s, tmp_path)
+    log, requests, stored = run(["http://bigrobots.test/early", "http://bigrobots.test/late"], s, tmp_path)
     assert log["http://bigrobots.test/early"]["outcome"] == "disallowed"
     assert log["http://bigrobots.test/late"]["outcome"] == "fetched"  # its rule lies past the limit
-    txt = hosts["bigrobots.test"]["robots_txt"]
+    txt = stored["robots"]["http://bigrobots.test"]["robots_txt"]
     assert len(txt.encode()) <= 10_000 and txt.endswith("# filler line")
     assert min(gaps(requests, "bigrobots.test")) >= 0.1
 
@@ -221,7 +245,7 @@ def test_robots_errors_allow_or_block_the_host(server: FaultServer, tmp_path: Pa
     urls = ["http://r500.test/p", "http://rhang.test/p", "http://r404.test/p", "http://rredir.test/no",
             "http://rredir.test/yes"]
     s = settings_for(server)
-    log, requests, hosts = run(urls, s, tmp_path)
+    log, requests, stored = run(urls, s, tmp_path)
     assert min(gaps(requests, "r404.test") + gaps(requests, "rredir.test")) >= 0.1
     assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
         "http://r500.test/p": ("retry_pending", "robots_unavailable"),
@@ -230,10 +254,10 @@ def test_robots_errors_allow_or_block_the_host(server: FaultServer, tmp_path: Pa
         "http://rredir.test/no": ("disallowed", "robots_disallowed"),
         "http://rredir.test/yes": ("gone", "http_error")}
     assert server.hits_of("r500.test") == ["/robots.txt"] and server.hits_of("rhang.test") == ["/robots.txt"]
-    assert {h: r["robots_status"] for h, r in hosts.items()} == \
-        {"r500.test": 500, "rhang.test": None, "r404.test": 404, "rredir.test": 200}
+    assert {o: r["status"] for o, r in stored["robots"].items()} == \
+        {"http://r500.test": 500, "http://rhang.test": None, "http://r404.test": 404, "http://rredir.test": 200}
     # An unavailable robots.txt is asked again next time; a 404 is kept for robots_ttl.
-    run(urls, s, tmp_path / "again", hosts=list(hosts.values()))
+    run(urls, s, tmp_path / "again", stored)
     assert server.hits_of("r500.test") == ["/robots.txt"] * 2
     assert server.hits_of("r404.test") == ["/robots.txt", "/p", "/p"]
 
@@ -245,7 +269,8 @@ def test_retry_after_waits_or_backs_off(server: FaultServer, tmp_path: Path) -> 
     urls = ["http://wait.test/a", "http://wait.test/b", "http://far.test/a", "http://far.test/b",
             "http://far.test/c"]
     s = settings_for(server, max_delay=2.0)
-    log, requests, hosts = run(urls, s, tmp_path)
+    log, requests, stored = run(urls, s, tmp_path)
+    hosts = stored["hosts"]
     assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
         "http://wait.test/a": ("retry_pending", "http_error"), "http://wait.test/b": ("fetched", None),
         "http://far.test/a": ("retry_pending", "http_error"), "http://far.test/b": ("deferred", "retry_after"),
@@ -254,16 +279,16 @@ def test_retry_after_waits_or_backs_off(server: FaultServer, tmp_path: Path) -> 
     assert hosts["far.test"]["backoff_until"] == pytest.approx(time.time() + 120, abs=5)
     assert hosts["wait.test"]["backoff_until"] is None
     # While backing off, the host is not contacted at all.
-    log2, requests2, _ = run(["http://far.test/a"], s, tmp_path / "again", hosts=list(hosts.values()))
+    log2, requests2, _ = run(["http://far.test/a"], s, tmp_path / "again", stored)
     assert log2["http://far.test/a"]["outcome"] == "deferred" and requests2 == []
 
 
 def test_connection_reset_mid_body(server: FaultServer, tmp_path: Path) -> None:
     server.route("reset.test", "/", reset_mid_body())
-    log, requests, hosts = run(["http://reset.test/"], settings_for(server), tmp_path)
+    log, requests, stored = run(["http://reset.test/"], settings_for(server), tmp_path)
     row = log["http://reset.test/"]
     assert (row["error_class"], row["outcome"], row["final_url"]) == ("connection", "retry_pending", None)
-    assert hosts["reset.test"]["errors"] == 1 and min(gaps(requests, "reset.test")) >= 0.1
+    assert stored["hosts"]["reset.test"]["errors"] == 1 and min(gaps(requests, "reset.test")) >= 0.1
 
 
 def test_content_type_is_recorded_as_declared(server: FaultServer, tmp_path: Path) -> None:
@@ -283,7 +308,8 @@ def test_slow_host_gets_a_longer_delay(server: FaultServer, tmp_path: Path) -> N
     server.route("slowhost.test", "/*", page("slow", delay=0.15))
     s = settings_for(server, min_delay=0.05, delay_factor=2.0, total_deadline=2.0, read_timeout=1.0)
     urls = [f"http://slowhost.test/{i}" for i in range(3)]
-    log, requests, hosts = run(urls, s, tmp_path)
+    log, requests, stored = run(urls, s, tmp_path)
+    hosts = stored["hosts"]
     assert all(r["outcome"] == "fetched" for r in log.values())
     reqs = sorted(requests, key=lambda r: r["started_at"])
     for prev, gap in zip(reqs, gaps(requests, "slowhost.test"), strict=False):
@@ -313,27 +339,30 @@ def test_consecutive_errors_defer_the_rest_of_the_host(server: FaultServer, tmp_
     server.route("broken.test", "/*", respond(500, b"down"))
     server.route("broken.test", "/robots.txt", respond(404))
     urls = [f"http://broken.test/{i}" for i in range(6)]
-    log, requests, hosts = run(urls, settings_for(server, host_error_limit=3), tmp_path)
+    log, requests, stored = run(urls, settings_for(server, host_error_limit=3), tmp_path)
     assert [(r["outcome"], r["error_class"]) for r in log.values()] == \
         [("retry_pending", "http_error")] * 3 + [("deferred", "host_errors")] * 3
-    assert len(requests) == 4 and hosts["broken.test"]["errors"] == 3
+    assert len(requests) == 4 and stored["hosts"]["broken.test"]["errors"] == 3
     assert min(gaps(requests, "broken.test")) >= 0.1
 
 
 def test_crawl_delay_beyond_the_cap_defers_the_host(server: FaultServer, tmp_path: Path) -> None:
     server.route("lazy.test", "/robots.txt", respond(200, b"User-agent: *\nCrawl-delay: 60\n"))
-    log, requests, hosts = run(["http://lazy.test/a", "http://lazy.test/b"], settings_for(server), tmp_path)
+    log, requests, stored = run(["http://lazy.test/a", "http://lazy.test/b"], settings_for(server), tmp_path)
     assert {(r["outcome"], r["error_class"]) for r in log.values()} == {("deferred", "crawl_delay")}
-    assert len(requests) == 1 and hosts["lazy.test"]["crawl_delay"] == 60
+    # what the origin asks is kept; the host's pace is not set by an origin it does not crawl
+    assert len(requests) == 1 and stored["robots"]["http://lazy.test"]["crawl_delay"] == 60
+    assert stored["hosts"]["lazy.test"]["crawl_delay"] is None
 
 
 def test_a_crawl_delay_not_obeyed_neither_waits_nor_defers(server: FaultServer, tmp_path: Path) -> None:
     server.route("lazy.test", "/robots.txt", respond(200, b"User-agent: *\nCrawl-delay: 60\n"))
     server.route("lazy.test", "/*", respond(200, b"<p>page</p>"))
     urls = [f"http://lazy.test/{i}" for i in range(3)]
-    log, requests, hosts = run(urls, settings_for(server, obey_crawl_delay=False, min_delay=0.0), tmp_path)
+    log, requests, stored = run(urls, settings_for(server, obey_crawl_delay=False, min_delay=0.0), tmp_path)
     assert {r["outcome"] for r in log.values()} == {"fetched"} and len(requests) == 4
-    assert max(gaps(requests, "lazy.test")) < 5 and hosts["lazy.test"]["crawl_delay"] == 60
+    assert max(gaps(requests, "lazy.test")) < 5 and stored["robots"]["http://lazy.test"]["crawl_delay"] == 60
+    assert stored["hosts"]["lazy.test"]["crawl_delay"] is None
 
 
 def test_time_limit_defers_urls_not_reached(server: FaultServer, tmp_path: Path) -> None:
@@ -368,3 +397,149 @@ def test_bad_input_urls_and_missing_pages(server: FaultServer, tmp_path: Path) -
         "ftp://gone.test/file": ("gone", "bad_scheme", None), "http:///nohost": ("gone", "bad_scheme", None),
         "http://gone.test/missing": ("gone", "http_error", 404), "http://gone.test/old": ("gone", "http_error", 410)}
     assert len(requests) == 3 and min(gaps(requests, "gone.test")) >= 0.1
+
+
+def test_requests_to_a_host_share_one_kept_alive_connection(server: FaultServer, tmp_path: Path) -> None:
+    server.route("ka.test", "/robots.txt", respond(200, b"User-agent: *\nAllow: /\n", content_type="text/plain",
+                                                   keep_alive=True))
+    server.route("ka.test", "/*", page("kept", keep_alive=True))
+    server.route("ka.test", "/missing", respond(404, b"no such page", keep_alive=True))
+    urls = [f"http://ka.test/{i}" for i in range(4)] + ["http://ka.test/missing"]
+    log, requests, _ = run(urls, settings_for(server, min_delay=0.05), tmp_path)
+    assert [r["outcome"] for r in log.values()] == ["fetched"] * 4 + ["gone"]
+    ordered = sorted(requests, key=lambda r: r["started_at"])
+    assert [r["new_connection"] for r in ordered] == [True] + [False] * 5
+    assert server.connections == 1 and min(gaps(requests, "ka.test")) >= 0.05
+
+
+@pytest.mark.parametrize("how", ["closed after each answer", "Keep-Alive timeout shorter than the delay"])
+def test_a_connection_the_server_dropped_is_opened_again(server: FaultServer, tmp_path: Path, how: str) -> None:
+    if how == "closed after each answer":  # says keep-alive, then hangs up: the next request finds it closed
+        def handler(conn, path):
+            respond(200, b"<p>page</p>", keep_alive=True)(conn, path)
+        delay = 0.1
+    else:  # keeps it, but says it will not wait longer than 1 s: the crawler does not try it after 1.2 s
+        handler = respond(200, b"<p>page</p>", {"Keep-Alive": "timeout=1"}, keep_alive=True)
+        delay = 1.2
+    server.route("drop.test", "/*", handler)
+    urls = [f"http://drop.test/{i}" for i in range(3)]
+    log, requests, _ = run(urls, settings_for(server, min_delay=delay, max_delay=2.0), tmp_path)
+    assert [r["outcome"] for r in log.values()] == ["fetched"] * 3
+    # one request and one connection per URL and robots.txt: no request was lost or sent twice
+    assert len(requests) == len(server.hits) == server.connections == 4
+    assert all(r["new_connection"] for r in requests) and min(gaps(requests, "drop.test")) >= delay
+
+
+def test_robots_txt_applies_per_origin_and_politeness_per_host(tmp_path: Path) -> None:
+    """Two origins of one host (127.0.0.1 on two ports): one answers robots.txt with 500, the other disallows
+    /secret. Each origin's rules decide for its own URLs only; requests to the host, to either origin, keep the
+    delay between them."""
+    down, strict = FaultServer(), FaultServer()
+    try:
+        down.route("*", "/robots.txt", respond(500, b"down"))
+        down.route("*", "/*", page("down"))
+        strict.route("*", "/robots.txt", respond(200, b"User-agent: *\nDisallow: /secret\n", content_type="text/plain"))
+        strict.route("*", "/*", page("strict"))
+        a, b = f"http://127.0.0.1:{down.port}", f"http://127.0.0.1:{strict.port}"
+        urls = [f"{b}/page", f"{a}/page", f"{b}/secret", f"{a}/secret", f"{b}/other"]
+        log, requests, stored = run(urls, settings_for(down, connect_to="", min_delay=0.2), tmp_path)
+        assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
+            f"{b}/page": ("fetched", None), f"{a}/page": ("retry_pending", "robots_unavailable"),
+            f"{b}/secret": ("disallowed", "robots_disallowed"), f"{a}/secret": ("retry_pending", "robots_unavailable"),
+            f"{b}/other": ("fetched", None)}
+        assert down.hits_of("127.0.0.1") == ["/robots.txt"]
+        assert strict.hits_of("127.0.0.1") == ["/robots.txt", "/page", "/other"]
+        assert {o: r["status"] for o, r in stored["robots"].items()} == {a: 500, b: 200}
+        assert list(stored["hosts"]) == ["127.0.0.1"]
+        # one host, one pace: as recorded, and as the two servers saw the requests arrive
+        assert {r["host"] for r in requests} == {"127.0.0.1"} and min(gaps(requests, "127.0.0.1")) >= 0.2
+        arrivals = sorted(t for t, _, _ in down.hits + strict.hits)
+        assert min(later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)) >= 0.2
+    finally:
+        down.close()
+        strict.close()
+
+
+def test_dns_is_bounded_and_asked_once_per_host(server: FaultServer, tmp_path: Path) -> None:
+    server.route("*", "/*", page("p"))
+    asked: list[str] = []
+    slow_answered = threading.Event()
+
+    def getaddrinfo(host: str, port: int, **kwargs: object) -> list:
+        asked.append(host)
+        if host == "slow.example":  # a resolver that never answers in time
+            time.sleep(3)
+            slow_answered.set()
+        if host != "good.example":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+
+    p = server.port
+    urls = [f"http://good.example:{p}/{i}" for i in range(3)] + \
+        [f"http://nx.example:{p}/a", f"https://nx.example:{p}/b", f"http://slow.example:{p}/a"]
+    log, requests, _ = run(urls, settings_for(server, connect_timeout=0.3), tmp_path, getaddrinfo=getaddrinfo)
+    assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
+        **{u: ("fetched", None) for u in urls[:3]},
+        **{u: ("retry_pending", "dns") for u in urls[3:]}}
+    # every host was looked up once: answers and failures are kept, across origins (http and https of nx)
+    assert sorted(asked) == ["good.example", "nx.example", "slow.example"]
+    # the fetch did not wait for the resolver that hangs: it gave up after connect_timeout
+    assert not slow_answered.is_set()
+    assert len(requests) == 4 and {r["host"] for r in requests} == {"good.example"}
+
+
+_FETCH_SHARD = """
+import sys, time
+from pathlib import Path
+from crawlcycle import cycle
+from crawlcycle.settings import load_settings
+settings, go = load_settings(sys.argv[1]), Path(sys.argv[3])
+while not go.exists():  # imported and ready: the retry starts the moment it is told to
+    time.sleep(0.005)
+cycle.fetch(settings, sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("storage", ["local folder", "file:// shard storage"])
+def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, tmp_path: Path, storage: str) -> None:
+    server.route("patient.test", "/*", page("p"))
+    settings = settings_for(server, min_delay=1.0, max_delay=2.0)
+    write_toml(settings, tmp_path / "s.toml")
+    shard = tmp_path / "shard-000"
+    shard.mkdir()
+    urls = [f"http://patient.test/{i}" for i in range(3)]
+    pl.DataFrame({"url": urls, "host": ["patient.test"] * 3, "rank": [1, 2, 3]}).write_parquet(shard / shard_files.URLS)
+    for name in (shard_files.HOSTS_IN, shard_files.ROBOTS_IN):
+        pl.DataFrame({"host": []}, schema={"host": pl.String}).write_parquet(shard / name)
+
+    # in shard storage, an attempt works on a copy and stores back only what a finished fetch wrote, and the
+    # journal as it grows
+    location = str(shard) if storage == "local folder" else f"file://{shard}"
+
+    def attempt(go: Path) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", _FETCH_SHARD, str(tmp_path / "s.toml"), location, str(go)])
+
+    (tmp_path / "go-1").touch()
+    first, retry = attempt(tmp_path / "go-1"), attempt(tmp_path / "go-2")
+    try:
+        for _ in range(3000):  # robots.txt and the first page have reached the server: kill it half-way
+            if len(server.hits) >= 2:
+                break
+            time.sleep(0.01)
+        first.kill()
+        first.wait()
+        killed = list(server.hits)
+        journaled = read_journal(shard / shard_files.POLITENESS_JOURNAL)["patient.test"]
+        (tmp_path / "go-2").touch()
+        assert retry.wait(timeout=60) == 0
+    finally:
+        for p in (first, retry):
+            p.kill()
+    assert 2 <= len(killed) < 4  # robots.txt and 1 or 2 of the 3 pages
+    again = server.hits[len(killed):]
+    # As the server saw it: the retry's first request came at least the delay after the killed one's last.
+    assert again and again[0][0] - killed[-1][0] >= 1.0
+    # As the retry recorded it: its first request started no sooner than the killed attempt's journal allowed.
+    assert [r["outcome"] for r in pq.read_table(shard / shard_files.FETCH_LOG).to_pylist()] == ["fetched"] * 3
+    requests = pq.read_table(shard / shard_files.REQUESTS).to_pylist()
+    assert min(r["started_at"] for r in requests) >= journaled

@@ -124,8 +124,8 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Settings], object]]] = {
                                               " -1, 'link')")),
     "batch_size_respected": ("materialize", lambda s: replace(s, batch_size=1)),
     "batch_not_crawled": ("materialize", lambda s: batch_row(s, next(iter(_crawled(s))))),
-    # the host of a batch URL now disallows everything (as if its robots.txt changed before the batch was chosen)
-    "batch_robots_allowed": ("materialize", sql("UPDATE hosts SET robots_status = 200, robots_txt = 'User-agent: *"
+    # the origin of a batch URL now disallows everything (as if its robots.txt changed before the batch was chosen)
+    "batch_robots_allowed": ("materialize", sql("UPDATE robots SET status = 200, robots_txt = 'User-agent: *"
                                                 "\nDisallow: /' WHERE host = (SELECT min(host) FROM batches WHERE "
                                                 f"cycle = {CYCLE + 1})")),
     "batch_open": ("materialize", sql(f"UPDATE frontier SET status = 'gone' WHERE url = (SELECT min(url) FROM "

@@ -242,3 +242,24 @@ def test_page_impressions(con: duckdb.DuckDBPyConnection, log_settings: Settings
                                                     ("http://a.test/3", 1, 1)]
     assert page_impressions(con, DAY, 10)["views"].to_list() == [2, 1, 2]
     assert page_impressions(con, date(2026, 11, 3), 10).columns == ["url", "views", "clicks"]
+
+
+@pytest.mark.parametrize(("header", "rows"), [
+    ("query\tfrequency", ["python lists\t3", "rust traits\t2"]),
+    ("Query\tFrequency", ["python lists\t3"]),
+    ("timestamp\tquery\turl\trank\tclicked", ["2026-11-01T08:00:00\tpython lists\thttp://a.test/1\t1\t1"]),
+    ("TIME\tQUERY\tURL\tRANK\tCLICKED", ["2026-11-01T08:00:00\tpython lists\thttp://a.test/1\t1\t0"]),
+])
+def test_a_header_line_is_skipped(con: duckdb.DuckDBPyConnection, log_settings: Settings, tmp_path: Path,
+                                  header: str, rows: list[str]) -> None:
+    write_tsv(log_settings, "with-header.tsv", [header, *rows])
+    ingest_partition(con, log_settings, DAY)
+    plain = load_settings(overrides={"query_log_dir": str(tmp_path / "plain")}, environ={})
+    write_tsv(plain, "plain.tsv", rows)
+    assert stored(con) == read_partition(plain, DAY).rows.rows()
+
+
+def test_a_header_only_counts_on_the_first_line(con: duckdb.DuckDBPyConnection, log_settings: Settings) -> None:
+    bad = write_tsv(log_settings, "late-header.tsv", ["python lists\t3", "query\tfrequency"])
+    with pytest.raises(ValueError, match=f"query log {bad}: 1 bad rows of 2; first, row 2 \\(bad frequency\\)"):
+        ingest_partition(con, log_settings, DAY)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.robots import RobotsRules, robots_url
+from crawlcycle.robots import RobotsRules, StoredRobots, origin_of, robots_url
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "google_robotstxt_cases.json"
 
@@ -83,3 +83,16 @@ def test_stored_unavailable_answer_does_not_exclude_urls_ahead_of_fetching() -> 
 def test_robots_url_keeps_scheme_and_authority() -> None:
     assert robots_url("https://site.test:8443/a/b?c=d") == "https://site.test:8443/robots.txt"
     assert robots_url("http://user@site.test/a") == "http://site.test/robots.txt"
+
+
+def test_stored_rules_are_looked_up_by_origin() -> None:
+    """http and https of one host, and another port, each keep their own robots.txt; an origin never seen is
+    allowed until the fetcher asks it."""
+    rows = [{"origin": "http://site.test", "status": 200, "robots_txt": "User-agent: *\nDisallow: /a\n"},
+            {"origin": "https://site.test", "status": 200, "robots_txt": "User-agent: *\nDisallow: /b\n"},
+            {"origin": "http://site.test:8080", "status": 503, "robots_txt": None}]
+    stored = StoredRobots(rows, "crawlcycle")
+    assert [stored.allowed(u) for u in ("http://site.test/a", "http://site.test/b", "https://site.test/a",
+                                        "https://site.test/b", "http://site.test:8080/a", "http://new.test/a")] == \
+        [False, True, True, False, True, True]
+    assert origin_of("https://user@site.test:8443/x?y") == "https://site.test:8443"

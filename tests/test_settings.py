@@ -40,9 +40,15 @@ def test_bad_values_fail_with_one_line_naming_the_setting(overrides: dict, messa
     assert "\n" not in str(err.value)
 
 
-def test_user_agent_needs_a_contact() -> None:
-    with pytest.raises(SettingsError, match="setting user_agent"):
-        load_settings(overrides={"user_agent": "bot/1"}, environ={})
+@pytest.mark.parametrize("user_agent", ["", "bot/1"])
+def test_user_agent_with_a_contact_is_required_only_to_fetch(user_agent: str) -> None:
+    settings = load_settings(overrides={"user_agent": user_agent}, environ={})  # enough to read the crawl
+    with pytest.raises(SettingsError) as err:
+        settings.require_user_agent()
+    assert str(err.value).startswith("setting user_agent: required, and must carry a contact URL or e-mail")
+    assert "\n" not in str(err.value)
+    for contact in ("bot/1 (+http://example.org/bot)", "bot/1 (bot@example.org)"):
+        assert load_settings(overrides={"user_agent": contact}, environ={}).require_user_agent().user_agent == contact
 
 
 def test_connect_to_wildcards() -> None:

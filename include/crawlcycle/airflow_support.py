@@ -20,8 +20,9 @@ log = logging.getLogger("crawlcycle")
 
 
 def dag_settings() -> Settings:
-    """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file."""
-    return load_settings()
+    """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file. The DAG
+    fetches, so a user agent with a contact is required before it can be parsed at all."""
+    return load_settings().require_user_agent()
 
 
 def default_args(settings: Settings) -> dict[str, Any]:

@@ -240,8 +240,10 @@ def _base(base: str) -> tuple[str, str, str, str]:
     return _split(base, None)
 
 
-def canonicalize(url: str, base: str | None = None, settings: Settings | None = None) -> str:
-    """The canonical form of ``url`` (resolved against ``base`` if relative), or ``UrlRejected``."""
+def canonicalize(url: str, base: str | None = None, settings: Settings | None = None,
+                 binary_ok: bool = False) -> str:
+    """The canonical form of ``url`` (resolved against ``base`` if relative), or ``UrlRejected``.
+    ``binary_ok`` lets through file names the page filter refuses (a sitemap may be ``.xml.gz``)."""
     s = settings or _DEFAULT_SETTINGS
     if not url.strip(_STRIP) and base is None:
         raise UrlRejected("empty", url)
@@ -255,7 +257,7 @@ def canonicalize(url: str, base: str | None = None, settings: Settings | None = 
         path = _INDEX_PAGE.sub("/", path)
     last = path[path.rfind("/") + 1:].partition(";")[0]
     dot = last.rfind(".")
-    if dot >= 0 and last[dot + 1:].lower() in BINARY_EXTENSIONS:
+    if dot >= 0 and last[dot + 1:].lower() in BINARY_EXTENSIONS and not binary_ok:
         raise UrlRejected("binary_extension", url)
     segments = [seg for seg in path.split("/") if seg]
     if len(segments) > s.max_path_segments:

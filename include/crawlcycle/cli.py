@@ -4,20 +4,33 @@ and the environment in precedence."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from datetime import date
 from pathlib import Path
 
 from crawlcycle.gate_suites import STAGES
-from crawlcycle.settings import SETTING_NAMES, Settings, SettingsError, describe, load_settings, with_overrides
+from crawlcycle.settings import (
+    CONFIG_ENV,
+    SETTING_NAMES,
+    InputError,
+    Settings,
+    SettingsError,
+    describe,
+    load_settings,
+    with_overrides,
+)
+
+CONFIG_NAME = "crawlcycle.toml"
 
 
 def _settings_parent(exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """Every setting as a flag, but those in ``exclude`` (a command that gives the name its own meaning)."""
     parent = argparse.ArgumentParser(add_help=False)
     group = parent.add_argument_group("settings (override the TOML file and CRAWLCYCLE_* variables)")
-    group.add_argument("--config", help="TOML settings file (default: $CRAWLCYCLE_CONFIG)")
+    group.add_argument("--config", help=f"TOML settings file (default: ${CONFIG_ENV}, else the {CONFIG_NAME} "
+                                        "of this folder or the nearest folder above it)")
     for name, default, help_text in describe():
         if name in exclude:
             continue
@@ -26,15 +39,34 @@ def _settings_parent(exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     return parent
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(args.config, overrides={n: getattr(args, n, None) for n in SETTING_NAMES})
+def find_config(start: Path) -> Path | None:
+    """The crawlcycle.toml of ``start`` or of the nearest folder above it, as git finds its repository."""
+    for folder in (start, *start.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder / CONFIG_NAME
+    return None
+
+
+def _config(args: argparse.Namespace) -> Path | None:
+    """The settings file: --config, else $CRAWLCYCLE_CONFIG, else the one found from the current folder.
+    Only the command searches: load_settings reads what it is given, so tests and Airflow never pick up
+    a stray file."""
+    given = args.config or os.environ.get(CONFIG_ENV)
+    return Path(given).resolve() if given else find_config(Path.cwd())
+
+
+def _settings(args: argparse.Namespace, fetches: bool = False) -> Settings:
+    """Settings of the command; ``fetches``: it sends requests, so it needs a user agent with a contact."""
+    settings = load_settings(_config(args), overrides={n: getattr(args, n, None) for n in SETTING_NAMES})
+    return settings.require_user_agent() if fetches else settings
 
 
 def cmd_init(args: argparse.Namespace) -> int:
     from crawlcycle.cycle import init
 
     out = init(_settings(args))
-    print(f"database ready: {out['migrations']} migrations applied, {out['seeds']} seed URLs admitted")
+    rejected = f", {out['rejected']} seed lines rejected (see url_rejects)" if out["rejected"] else ""
+    print(f"database ready: {out['migrations']} migrations applied, {out['seeds']} seed URLs admitted{rejected}")
     return 0
 
 
@@ -52,7 +84,7 @@ def cmd_demo_web(args: argparse.Namespace) -> int:
 def cmd_cycle(args: argparse.Namespace) -> int:
     from crawlcycle.cycle import run_cycle
 
-    settings = _settings(args)
+    settings = _settings(args, fetches=True)
     day = date.fromisoformat(args.date) if args.date else date.today()
     run_cycle(settings, day, progress=lambda m: print(m, flush=True))
     return 0
@@ -87,7 +119,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     from crawlcycle.canonical import UrlRejected, canonicalize
     from crawlcycle.fetch import fetch_urls
 
-    settings = _settings(args)
+    settings = _settings(args, fetches=True)
     path = Path(args.urls)
     if not path.is_file():
         raise SettingsError(f"--urls: file {path} does not exist")
@@ -114,7 +146,7 @@ def cmd_canon(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from crawlcycle import demo
 
-    return demo.run_demo(_settings(args), cycles=args.cycles)
+    return demo.run_demo(_settings(args, fetches=True), cycles=args.cycles)
 
 
 def cmd_celery_demo(args: argparse.Namespace) -> int:
@@ -122,7 +154,7 @@ def cmd_celery_demo(args: argparse.Namespace) -> int:
     from crawlcycle.celery_demo import run_celery_demo
 
     try:
-        result = run_celery_demo(_settings(args), ROOT / "data" / "celery-demo", cycles=args.cycles)
+        result = run_celery_demo(_settings(args, fetches=True), ROOT / "data" / "celery-demo", cycles=args.cycles)
     except KeyboardInterrupt:
         print("celery-demo: interrupted; every process it started is stopped", file=sys.stderr)
         return 130
@@ -132,7 +164,7 @@ def cmd_celery_demo(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     from crawlcycle import demo
 
-    return demo.run_ui(_settings(args))
+    return demo.run_ui(_settings(args, fetches=True))
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -147,7 +179,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
+    config = _config(args)
     settings = _settings(args)
+    print(f"# config: {config}" if config else f"# config: none ({CONFIG_NAME} not found here or above; "
+          "defaults, environment and flags only)")
     for name in SETTING_NAMES:
         print(f"{name} = {getattr(settings, name)!r}")
     return 0
@@ -158,7 +193,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from crawlcycle.simulator import simulate
 
     run_all = args.policies == "all"
-    settings = _settings(args)
+    settings = _settings(args, fetches=True)
     if args.policies and not run_all:
         settings = with_overrides(settings, {"policy": args.policies})
     # By default each run gets its own folder where the Crawl page looks for the newest curves.
@@ -180,8 +215,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_airflow_env(args: argparse.Namespace) -> int:
     from crawlcycle.airflow_runner import ROOT, airflow_env
 
-    config = Path(args.config).resolve() if args.config else None
-    for key, value in airflow_env(ROOT / ".airflow", config=config).items():
+    for key, value in airflow_env(ROOT / ".airflow", config=_config(args)).items():
         print(f"export {key}='{value}'")
     return 0
 
@@ -240,9 +274,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (SettingsError, FileNotFoundError) as e:
+    except (InputError, FileNotFoundError) as e:
         print(f"crawlcycle: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`crawlcycle settings | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

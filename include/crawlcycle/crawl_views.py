@@ -233,7 +233,7 @@ _CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("policy",
                   ("batch_size", "batch"), ("fetched", "fetched"), ("errors", "errors"), ("new_urls", "new URLs"),
                   ("pages_total", "pages"), ("frontier_open", "frontier open"), ("next_batch", "next batch"),
                   ("seconds", "seconds"), ("gate_failures", "gate failures")]
-_HOST_COLUMNS = [("host", "host"), ("robots_status", "robots.txt status"), ("crawl_delay", "crawl-delay"),
+_HOST_COLUMNS = [("host", "host"), ("robots", "robots.txt per origin"), ("crawl_delay", "crawl-delay"),
                  ("delay", "delay s"), ("last_response_ms", "last ms"), ("consecutive_errors", "errors in a row"),
                  ("backoff_until", "backed off until"), ("fetches", "fetches"), ("errors", "errors"),
                  ("avg_ms", "avg ms"), ("p95_ms", "p95 ms")]

@@ -29,6 +29,7 @@ from crawlcycle import (
     ranker,
     refit,
     score_model,
+    shard_files,
     shard_storage,
     update,
 )
@@ -38,11 +39,11 @@ from crawlcycle.crawl_views import export_snapshot
 from crawlcycle.db import connect, migrate, run_sql, scalar
 from crawlcycle.needy_queries import select_needy as select_needy_queries
 from crawlcycle.query_log import ingest_partition
-from crawlcycle.settings import Settings, load_settings, with_overrides
+from crawlcycle.settings import InputError, Settings, SettingsError, load_settings, with_overrides
 
 
-class CycleOrderError(RuntimeError):
-    """A cycle was started while an earlier one is unfinished."""
+class CycleOrderError(InputError):
+    """A cycle was started while an earlier one is unfinished (the message says which, in one line)."""
 
 
 def run_settings(params: dict[str, Any] | None = None) -> Settings:
@@ -72,29 +73,60 @@ def record_seconds(con: duckdb.DuckDBPyConnection, cycle: int, seconds: dict[str
 
 
 def init(settings: Settings) -> dict[str, int]:
-    """Create or migrate the database and admit the seed URLs."""
+    """Create or migrate the database and admit the seed URLs: ``migrations`` applied, ``seeds`` admitted
+    (new to the frontier), ``rejected`` seed lines (kept in url_rejects). SettingsError, before the database
+    is touched, when the seeds file holds no valid seed."""
     seeds = Path(settings.seeds_file)
     if not seeds.is_file():
         raise FileNotFoundError(f"setting seeds_file: {seeds} does not exist (run `crawlcycle demo-web` first?)")
+    try:
+        lines = seeds.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise SettingsError(f"setting seeds_file: {seeds} cannot be read ({why})") from None
+    seeds_rows, rejects = seed_urls(settings, lines)
+    if not rejects and not seeds_rows:
+        raise SettingsError(f"setting seeds_file: {seeds} holds no seed URL (only blank lines and comments)")
+    if not seeds_rows:
+        first = rejects[0]
+        raise SettingsError(f"setting seeds_file: {seeds} holds no valid seed URL: {len(rejects)} lines rejected; "
+                            f"first, line {first['line']}: {first['url']!r} ({first['reason']})")
     with connect(settings) as con:
         applied = migrate(con)
-        return {"migrations": len(applied), "seeds": admit_seeds(con, settings, seeds.read_text().splitlines())}
+        return {"migrations": len(applied), "seeds": admit_seeds(con, seeds_rows, rejects, str(seeds)),
+                "rejected": len(rejects)}
 
 
-def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, lines: list[str]) -> int:
-    rows = []
+def seed_urls(settings: Settings, lines: list[str]) -> tuple[list[dict], list[dict]]:
+    """Seed lines as frontier rows (url, host, seq), and the lines canonicalize refuses (line, url as written,
+    reason). Blank lines and ``#`` comments are neither."""
+    rows, rejects, seen = [], [], set()
     for seq, line in enumerate(lines):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
             url = canonicalize(line.strip(), settings=settings)
         except UrlRejected as e:
-            raise ValueError(f"seed {line.strip()!r} rejected: {e.reason}") from None
-        rows.append({"url": url, "host": host_of(url), "seq": seq})
+            rejects.append({"line": seq + 1, "url": line.strip(), "reason": e.reason})
+            continue
+        if url not in seen:  # two spellings of one URL are one seed
+            seen.add(url)
+            rows.append({"url": url, "host": host_of(url), "seq": seq})
+    return rows, rejects
+
+
+def admit_seeds(con: duckdb.DuckDBPyConnection, rows: list[dict], rejects: list[dict], source: str) -> int:
+    """Admit the seed rows the frontier does not know yet and record the rejected lines of ``source`` (replacing
+    those of an earlier init); return the URLs admitted."""
     before = scalar(con, "SELECT count(*) FROM frontier")
     con.register("s_seeds", pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}))
-    run_sql(con, "stages/admit_seeds")
-    con.unregister("s_seeds")
+    con.register("s_seed_rejects", pl.DataFrame(rejects, schema={"line": pl.Int64, "url": pl.String,
+                                                                 "reason": pl.String}))
+    try:
+        run_sql(con, "stages/admit_seeds", source=source)
+    finally:
+        con.unregister("s_seeds")
+        con.unregister("s_seed_rejects")
     return scalar(con, "SELECT count(*) FROM frontier") - before
 
 
@@ -135,6 +167,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
     """Split batch ``cycle`` by host into shard folders (URLs and cached host state); return their locations."""
     batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
     hosts = con.sql("SELECT * FROM hosts").pl()
+    robots = con.sql("SELECT * FROM robots").pl()
     shard_storage.clear(shard_storage.cycle_location(settings, cycle))
     out = []
     batch = batch.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
@@ -142,8 +175,10 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
     for (k,), part in batch.group_by("shard", maintain_order=True):
         location = shard_storage.shard_location(settings, cycle, k)
         with shard_storage.local_shard(location) as d:
-            part.drop("shard").write_parquet(d / "urls.parquet")
-            hosts.filter(pl.col("host").is_in(part["host"].unique().implode())).write_parquet(d / "hosts_in.parquet")
+            in_shard = pl.col("host").is_in(part["host"].unique().implode())
+            part.drop("shard").write_parquet(d / shard_files.URLS)
+            hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
+            robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
         out.append(location)
     return sorted(out)
 
@@ -162,9 +197,13 @@ def fetch(settings: Settings, shard_dir: str) -> str:
     from crawlcycle.fetch import fetch_urls
 
     with shard_storage.local_shard(shard_dir) as d:
-        urls = pl.read_parquet(d / "urls.parquet")["url"].to_list()
-        hosts = pl.read_parquet(d / "hosts_in.parquet").to_dicts()
-        _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts))
+        urls = pl.read_parquet(d / shard_files.URLS)["url"].to_list()
+        hosts = pl.read_parquet(d / shard_files.HOSTS_IN).to_dicts()
+        robots = pl.read_parquet(d / shard_files.ROBOTS_IN).to_dicts()
+        # The politeness journal is stored as it grows, so that a retry elsewhere finds it.
+        synced = shard_storage.storing(shard_dir, d / shard_files.POLITENESS_JOURNAL)
+        _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts, robots=robots,
+                                                   journal_synced=synced))
     return shard_dir
 
 

@@ -16,24 +16,45 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from crawlcycle.settings import Settings
+from crawlcycle.settings import Settings, SettingsError
 
 SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
 _PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
+
+
+class DatabaseOpenError(SettingsError):
+    """The crawl database cannot be opened; the message is one line naming the file and the reason."""
+
+
+def _open_problem(path: Path, error: duckdb.IOException) -> str:
+    """Why DuckDB could not open ``path``, in words (DuckDB's own message, told apart by its text)."""
+    detail = str(error).splitlines()[0].removeprefix("IO Error: ")
+    if "not a valid DuckDB database" in detail:
+        return f"{path} is not a DuckDB database (move it away or point db_path elsewhere)"
+    if "Could not set lock" in detail:
+        # DuckDB fails at once rather than wait: one process may have the file open, readers included.
+        pid = re.search(r"\(PID (\d+)\)", detail)
+        return f"{path} is in use by another process{f' (PID {pid[1]})' if pid else ''}; try again when it has finished"
+    return f"{path} cannot be opened ({detail})"
 
 
 @contextmanager
 def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
     """Open the crawl database with the configured resource limits; closed on exit."""
     path = Path(settings.db_path)
+    if read_only and not path.exists():  # before any folder is made: a reader leaves nothing behind
+        raise DatabaseOpenError(f"setting db_path: {path} does not exist (run `crawlcycle init` first)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(settings.data_dir) / "duckdb-tmp"
     tmp.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only, config={
-        "memory_limit": settings.duckdb_memory_limit,
-        "threads": settings.duckdb_threads,
-        "temp_directory": str(tmp),
-    })
+    try:
+        con = duckdb.connect(str(path), read_only=read_only, config={
+            "memory_limit": settings.duckdb_memory_limit,
+            "threads": settings.duckdb_threads,
+            "temp_directory": str(tmp),
+        })
+    except duckdb.IOException as e:
+        raise DatabaseOpenError(f"setting db_path: {_open_problem(path, e)}") from None
     con.execute("SET enable_progress_bar = false")  # its redraws would fill task logs and pipes
     try:
         yield con

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from crawlcycle.airflow_runner import ROOT, AirflowStack
 from crawlcycle.cycle import init
 from crawlcycle.demo_web import DemoWeb, generate
 from crawlcycle.report import print_report
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import InputError, Settings, SettingsError, write_toml
 from crawlcycle.webserver import ServerHandle, run_forever, serve
 
 
@@ -20,12 +27,30 @@ def demo_dir(settings: Settings) -> Path:
     return Path(settings.data_dir) / "demo-web"
 
 
+def check_warc(path: Path, name: str) -> Path:
+    """``path`` if it is a WARC file one can read (its first record is read now, rather than fail later in a
+    server or a simulation); else InputError naming ``name`` (the setting or flag), the file and the reason."""
+    not_warc = InputError(f"{name}: {path} is not a WARC file (WARC records, plain or gzip-compressed)")
+    try:
+        with path.open("rb") as f:
+            first = next(iter(ArchiveIterator(f)), None)
+    except FileNotFoundError:
+        raise InputError(f"{name}: {path} does not exist") from None
+    except OSError as e:
+        raise InputError(f"{name}: {path} cannot be read ({e.strerror or e})") from None
+    except (ArchiveLoadFailed, EOFError, zlib.error):
+        raise not_warc from None
+    if first is None:
+        raise InputError(f"{name}: {path} holds no WARC record")
+    if first.format != "warc" or first.rec_type is None:  # warcio takes a line of five words for an ARC header
+        raise not_warc
+    return path
+
+
 def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:
     """The WARC to serve: the ``snapshot`` setting, else the generated demo web (written when missing)."""
     if settings.snapshot:
-        if not Path(settings.snapshot).is_file():
-            raise FileNotFoundError(f"setting snapshot: {settings.snapshot} does not exist")
-        return Path(settings.snapshot)
+        return check_warc(Path(settings.snapshot), "setting snapshot")
     out = demo_dir(settings)
     if regenerate or not (out / "web.warc.gz").is_file():
         web: DemoWeb = generate(out, hosts=settings.demo_hosts, pages=settings.demo_pages, seed=settings.demo_seed,
@@ -39,12 +64,26 @@ def _behaviour(settings: Settings) -> dict:
     return json.loads(path.read_text()) if not settings.snapshot and path.is_file() else {}
 
 
+@contextmanager
+def _port(settings: Settings) -> Iterator[None]:
+    """A demo_port another program holds is a one-line error, not a traceback."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno != errno.EADDRINUSE:
+            raise
+        raise SettingsError(f"setting demo_port: 127.0.0.1:{settings.demo_port} is in use by another program "
+                            "(a demo web already serving?); stop it or choose another port") from None
+
+
 def start_web(settings: Settings) -> ServerHandle:
-    return serve([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
+    with _port(settings):
+        return serve([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
 
 
 def serve_forever(settings: Settings) -> None:
-    run_forever([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
+    with _port(settings):
+        run_forever([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
 
 
 def reset_crawl(settings: Settings) -> None:

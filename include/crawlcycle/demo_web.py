@@ -13,8 +13,9 @@ The web
 
   Awkward cases: 301/302 redirects (one chain of two hops, one to another host), links to missing
   pages (404), a slow host (``behaviour.json``), a host whose robots.txt disallows ``/drafts/`` and
-  asks for ``Crawl-delay: 0.2``, a host with no robots.txt (404), a page linked with a
-  percent-encoded ``~`` (``/%7Eeditor/``), and non-HTML files (PDF, plain text, PNG).
+  asks for ``Crawl-delay: 0.2``, a host with no robots.txt (404), a tail host whose robots.txt names a
+  sitemap listing all its pages, a page linked with a percent-encoded ``~`` (``/%7Eeditor/``), and
+  non-HTML files (PDF, plain text, PNG).
 
 The query log (synthetic)
   ``query_log/dt=YYYY-MM-DD/queries.tsv`` holds ``query<TAB>frequency`` lines, no header, most
@@ -385,6 +386,12 @@ def _html(page: _Page, rng: random.Random) -> bytes:
     ).encode("utf-8")
 
 
+def _sitemap(host: _Host) -> bytes:
+    entries = "".join(f"<url><loc>{escape(p.url)}</loc></url>" for p in host.pages)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            f"{entries}</urlset>\n").encode()
+
+
 class _Warc:
     def __init__(self, f: io.BufferedWriter, seed: int, when: datetime) -> None:
         self.writer = WARCWriter(f, gzip=True)
@@ -522,6 +529,9 @@ def generate(out_dir: Path, hosts: int = 24, pages: int = 2400, seed: int = 42, 
         for h in web:
             if h is robots_host:
                 robots = "User-agent: *\nDisallow: /drafts/\nCrawl-delay: 0.2\n"
+            elif h is web[-1]:  # a tail host lists its pages in a sitemap, the rarely linked ones too
+                robots = f"User-agent: *\nDisallow:\nSitemap: http://{h.name}/sitemap.xml\n"
+                warc.add(f"http://{h.name}/sitemap.xml", "200 OK", "application/xml", _sitemap(h))
             else:
                 robots = "User-agent: *\nDisallow:\n"
             if h is not no_robots:

@@ -102,7 +102,7 @@ def suites(settings: Settings) -> dict[str, list[Check]]:
             c("batch_not_crawled", "next_batch", "ExpectColumnValuesToBeInSet",
               "nothing crawled is fetched again", column="crawled", value_set=[False]),
             c("batch_robots_allowed", "next_batch", "ExpectColumnValuesToBeInSet",
-              "no URL its host's stored robots.txt disallows", column="robots_allowed", value_set=[True]),
+              "no URL its origin's stored robots.txt disallows", column="robots_allowed", value_set=[True]),
             c("batch_open", "next_batch", "ExpectColumnValuesToBeInSet",
               "every batch URL is still to fetch", column="status", value_set=OPEN_STATES),
             c("per_host_cap_respected", "batch_hosts", "ExpectColumnValuesToBeBetween",

@@ -6,22 +6,20 @@ import duckdb
 import polars as pl
 
 from crawlcycle.db import query
-from crawlcycle.robots import RobotsRules
+from crawlcycle.robots import StoredRobots
 from crawlcycle.settings import Settings
 
 
-def stored_robots_rules(con: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, RobotsRules]:
-    """The robots rules stored per host by earlier fetches."""
-    hosts = con.sql("SELECT host, robots_status, robots_txt FROM hosts").pl()
-    return {r["host"]: RobotsRules.from_stored(r["robots_status"], r["robots_txt"], settings.robots_token)
-            for r in hosts.iter_rows(named=True)}
+def stored_robots(con: duckdb.DuckDBPyConnection, settings: Settings) -> StoredRobots:
+    """The robots rules stored per origin by earlier fetches."""
+    return StoredRobots(con.sql("SELECT origin, status, robots_txt FROM robots").pl().to_dicts(),
+                        settings.robots_token)
 
 
 def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.DataFrame) -> pl.Series:
-    """True for each URL the stored robots.txt of its host allows (hosts not seen yet: allowed)."""
-    rules = stored_robots_rules(con, settings)
-    return pl.Series([h not in rules or rules[h].allowed(u) for u, h in zip(urls["url"], urls["host"],
-                                                                          strict=True)], dtype=pl.Boolean)
+    """True for each URL the stored robots.txt of its origin allows (origins not seen yet: allowed)."""
+    robots = stored_robots(con, settings)
+    return pl.Series([robots.allowed(u) for u in urls["url"]], dtype=pl.Boolean)
 
 
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:

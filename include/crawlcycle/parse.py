@@ -103,15 +103,18 @@ class ParseResult:
 
 def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
                 fetch_log: Path | None = None) -> ParseResult:
-    """Parse every 2xx response of ``warc_paths`` into ``out_dir``/{pages,links,rejects}.parquet."""
+    """Parse every 2xx response of ``warc_paths`` into ``out_dir``/{pages,links,rejects}.parquet; with a
+    ``fetch_log``, only the pages it fetched (not robots.txt, sitemaps or redirect hops)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     truncated: set[str] = set()
+    pages_fetched: set[str] | None = None
     if fetch_log is not None and Path(fetch_log).exists():
-        log = pq.read_table(fetch_log, columns=["final_url", "truncated"]).to_pylist()
+        log = pq.read_table(fetch_log, columns=["final_url", "status", "truncated"]).to_pylist()
         truncated = {r["final_url"] for r in log if r["truncated"] and r["final_url"]}
+        pages_fetched = {r["final_url"] for r in log if r["final_url"] and 200 <= (r["status"] or 0) < 300}
     skipped = Counter()
-    records = _read_records(warc_paths, settings.max_body_bytes, truncated, skipped)
+    records = _read_records(warc_paths, settings.max_body_bytes, truncated, skipped, pages_fetched)
 
     pages: list[dict] = []
     links: list[tuple] = []
@@ -147,14 +150,15 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
     return ParseResult(*paths, len(pages), len(links), len(rejects), sum(skipped.values()), dict(reasons))
 
 
-def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str],
-                  skipped: Counter) -> Iterator[Record]:
+def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], skipped: Counter,
+                  pages_fetched: set[str] | None) -> Iterator[Record]:
     for path in warc_paths:
         with open(path, "rb") as f:
             for rec in ArchiveIterator(f):
                 url = rec.rec_headers.get_header("WARC-Target-URI") or ""
                 status = _status(rec) if rec.rec_type == "response" and rec.http_headers else 0
-                if not 200 <= status < 300 or urlsplit(url).path == "/robots.txt":
+                if not 200 <= status < 300 or urlsplit(url).path == "/robots.txt" or \
+                        (pages_fetched is not None and url not in pages_fetched):
                     skipped[rec.rec_type] += 1
                     continue
                 body = rec.content_stream().read(max_bytes + 1)  # bounded even for a compressed body

@@ -22,10 +22,11 @@ from typing import Any
 
 import duckdb
 
-from crawlcycle.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle import shard_files
+from crawlcycle.canonical import UrlRejected, canonicalize
 from crawlcycle.db import execute, statements
 from crawlcycle.gate_suites import STAGES, Check, check_names, suites
-from crawlcycle.materialize import stored_robots_rules
+from crawlcycle.materialize import stored_robots
 from crawlcycle.settings import Settings
 
 _EXAMPLES = 3
@@ -33,10 +34,10 @@ _log = logging.getLogger(__name__)
 
 # Shard files each gate reads, and the columns an empty stand-in must have when a cycle has no shards.
 _SHARD_VIEWS = {
-    "fetch": {"g_fetch_log": ("fetch_log.parquet", "url VARCHAR, status INTEGER, outcome VARCHAR, "
-                                                   "error_class VARCHAR, content_type VARCHAR"),
-              "g_requests": ("requests.parquet", "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
-              "g_hosts": ("hosts.parquet", "host VARCHAR, crawl_delay DOUBLE")},
+    "fetch": {"g_fetch_log": (shard_files.FETCH_LOG, "url VARCHAR, status INTEGER, outcome VARCHAR, "
+                                                     "error_class VARCHAR, content_type VARCHAR"),
+              "g_requests": (shard_files.REQUESTS, "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
+              "g_hosts": (shard_files.HOSTS, "host VARCHAR, crawl_delay DOUBLE")},
     "parse": {"g_pages": ("pages.parquet", "url VARCHAR, status INTEGER, content_type VARCHAR, text VARCHAR, "
                                            "n_links INTEGER"),
               "g_links": ("links.parquet", "src VARCHAR, dst VARCHAR, anchor VARCHAR")},
@@ -105,7 +106,7 @@ def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: l
 
 
 def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
-    rules = stored_robots_rules(con, settings)
+    robots = stored_robots(con, settings)
 
     def canon(url: str | None) -> str | None:
         try:
@@ -113,12 +114,8 @@ def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
         except UrlRejected:
             return None
 
-    def robots_allowed(url: str) -> bool:
-        host = host_of(url)
-        return host not in rules or rules[host].allowed(url)
-
     con.create_function("canon", canon, ["VARCHAR"], "VARCHAR", null_handling="special")
-    con.create_function("robots_allowed", robots_allowed, ["VARCHAR"], "BOOLEAN")
+    con.create_function("robots_allowed", robots.allowed, ["VARCHAR"], "BOOLEAN")
 
 
 def _severities(settings: Settings) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Query-log partitions ``<query_log_dir>/dt=YYYY-MM-DD/`` (``*.tsv`` without header, or ``*.parquet``).
+"""Query-log partitions ``<query_log_dir>/dt=YYYY-MM-DD/`` (``*.tsv``, or ``*.parquet``).
 
 Each file holds one of two forms, told apart by its number of tab-separated fields (TSV) or its column
 names (Parquet):
@@ -9,6 +9,9 @@ names (Parquet):
   date and time, optional fraction, optional ``Z`` or offset; stored as naive UTC), ``rank`` an integer
   >= 1, ``clicked`` one of 1/0/true/false.
 
+A TSV file has no header; a first line that names the form's columns (``query<TAB>frequency``, or
+``timestamp<TAB>query<TAB>url<TAB>rank<TAB>clicked``, any case) is taken for one and skipped.
+
 A partition may mix both forms. In the table ``query_log``, ``sum(frequency)`` over a query's rows is its
 number of searches in either form: aggregated rows carry their frequency (rows of one query summed), and
 an impression row carries s/n, n being the rows of its (time, query) pair and s the searches among them
@@ -18,7 +21,7 @@ aggregated rows leave those NULL. Queries are normalised by :func:`normalize_que
 rows whose query is empty after it are dropped.
 
 A cycle ingests the partition of its data interval. Re-ingesting replaces the partition; a file with bad
-rows fails the load with a one-line ``ValueError`` and the partition keeps its previous rows.
+rows fails the load with a one-line ``QueryLogError`` and the partition keeps its previous rows.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import duckdb
 import polars as pl
 
 from crawlcycle.canonical import UrlRejected, canonicalize
-from crawlcycle.settings import Settings
+from crawlcycle.settings import InputError, Settings
 
 AGGREGATED = ("query", "frequency")
 IMPRESSIONS = ("time", "query", "url", "rank", "clicked")
@@ -44,7 +47,13 @@ SCHEMA = {"query": pl.String, "frequency": pl.Float64, "time": pl.Datetime("us")
 _SPACE = re.compile(r"\s+")
 _TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?$"
 _CLICKED = {"1": True, "true": True, "0": False, "false": False}
+# TSV header lines taken for a header: the README's names and the Parquet column names
+_HEADERS = {AGGREGATED, IMPRESSIONS, ("timestamp", *IMPRESSIONS[1:])}
 _log = logging.getLogger(__name__)
+
+
+class QueryLogError(InputError):
+    """A query-log file cannot be read or has bad rows; the message is one line naming the file."""
 
 
 def normalize_query(text: str) -> str:
@@ -73,7 +82,9 @@ def read_partition(settings: Settings, day: date) -> Partition:
         try:
             columns, raw = _read_tsv(path) if path.suffix == ".tsv" else _read_parquet(path)
         except pl.exceptions.PolarsError as e:
-            raise ValueError(f"query log {path}: {str(e).splitlines()[0]}") from e
+            raise QueryLogError(f"query log {path}: {str(e).splitlines()[0]}") from e
+        except OSError as e:
+            raise QueryLogError(f"query log {path}: cannot be read ({e.strerror or e})") from e
         frames.append(_parse(path, columns, raw))
     df = pl.concat(frames)
     df = df.with_columns(_map_unique(df["query"], normalize_query))
@@ -94,15 +105,19 @@ def read_partition(settings: Settings, day: date) -> Partition:
 
 
 def _read_tsv(path: Path) -> tuple[tuple[str, ...], pl.DataFrame]:
-    """Non-blank lines as (line number, fields); the most common field count tells the form."""
+    """Non-blank lines as (line number, fields), a header line skipped; the most common field count tells the form."""
     lines = pl.read_lines(path, row_index_name="row", row_index_offset=1)
     raw = lines.filter(pl.col("line") != "").select("row", pl.col("line").str.split("\t").alias("fields"))
+    if raw.height and raw["row"][0] == 1:
+        names = tuple(f.strip().lower() for f in raw["fields"][0].to_list())
+        if names and (names[0].lstrip("\ufeff"), *names[1:]) in _HEADERS:
+            raw = raw.slice(1)
     if not raw.height:
         return AGGREGATED, raw
     width = raw["fields"].list.len().mode().min()
     forms = {2: AGGREGATED, 5: IMPRESSIONS}
     if width not in forms:
-        raise ValueError(f"query log {path}: lines have {width} tab-separated fields; "
+        raise QueryLogError(f"query log {path}: lines have {width} tab-separated fields; "
                          f"expected 2 (query, frequency) or 5 (time, query, url, rank, clicked)")
     return forms[width], raw
 
@@ -112,7 +127,7 @@ def _read_parquet(path: Path) -> tuple[tuple[str, ...], pl.DataFrame]:
     names = pl.read_parquet_schema(path)
     columns = next((form for form in (IMPRESSIONS, AGGREGATED) if set(form) <= names.keys()), None)
     if columns is None:
-        raise ValueError(f"query log {path}: columns {sorted(names)}; expected "
+        raise QueryLogError(f"query log {path}: columns {sorted(names)}; expected "
                          f"({', '.join(AGGREGATED)}) or ({', '.join(IMPRESSIONS)})")
     df = pl.read_parquet(path, columns=list(columns))
     if "time" in columns and isinstance(df.schema["time"], pl.Datetime):
@@ -125,7 +140,7 @@ def _read_parquet(path: Path) -> tuple[tuple[str, ...], pl.DataFrame]:
 
 
 def _parse(path: Path, columns: tuple[str, ...], raw: pl.DataFrame) -> pl.DataFrame:
-    """Typed rows of one file (query not yet normalised, url not yet canonical); ValueError on any bad row."""
+    """Typed rows of one file (query not yet normalised, url not yet canonical); QueryLogError on any bad row."""
     field = {c: pl.col("fields").list.get(i, null_on_oob=True) for i, c in enumerate(columns)}
     query = field["query"]
     checks = [(pl.col("fields").list.len() != len(columns), f"expected {len(columns)} fields"),
@@ -152,7 +167,7 @@ def _parse(path: Path, columns: tuple[str, ...], raw: pl.DataFrame) -> pl.DataFr
     bad = raw.filter(problem.is_not_null()).with_columns(problem.alias("problem"))
     if bad.height:
         first = bad.row(0, named=True)
-        raise ValueError(f"query log {path}: {bad.height} bad rows of {raw.height}; first, row {first['row']} "
+        raise QueryLogError(f"query log {path}: {bad.height} bad rows of {raw.height}; first, row {first['row']} "
                          f"({first['problem']}): {first['fields']!r}")
     return raw.select(**{c: values.get(c, pl.lit(None)).cast(t) for c, t in SCHEMA.items()})
 

@@ -1,7 +1,7 @@
-"""robots.txt rules of one host (RFC 9309), built on Protego.
+"""robots.txt rules of one origin (RFC 9309: scheme, host and port), built on Protego.
 
 The same object serves the fetcher (right after fetching robots.txt) and later batch checks, which rebuild
-it from the stored HTTP status and text of the hosts table.
+it from the stored HTTP status and text of the ``robots`` table.
 """
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ _KNOWN_RECORDS = {*_USER_AGENT, "allow", "disallow", "crawl-delay", "crawl delay
 _RECORD_NAME = re.compile(r"[a-z][a-z -]*")
 
 
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``: the scope of one robots.txt (canonical URLs carry no default port)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
 def robots_url(url: str) -> str:
     """The robots.txt URL governing ``url`` (same scheme and authority)."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/robots.txt"
+    return f"{origin_of(url)}/robots.txt"
 
 
 def _clean(text: str) -> str:
@@ -59,7 +64,7 @@ class RobotsRules:
 
     @classmethod
     def from_stored(cls, status: int | None, text: str | None, token: str) -> RobotsRules:
-        """Rules rebuilt from a hosts row (robots_status, robots_txt), for checks ahead of fetching.
+        """Rules rebuilt from a robots row (status, robots_txt), for checks ahead of fetching.
 
         An unavailable answer (5xx or unreachable) blocks a host for one fetch only and is asked again
         at the next fetch, so here it allows everything: only a robots.txt that was read excludes URLs early.
@@ -80,3 +85,15 @@ class RobotsRules:
     @property
     def sitemaps(self) -> list[str]:
         return list(self._parser.sitemaps) if self._parser else []
+
+
+class StoredRobots:
+    """The robots rules stored per origin (rows of origin, status, robots_txt), for checks ahead of fetching:
+    a URL whose origin has no stored robots.txt yet is allowed (the fetcher asks when it gets there)."""
+
+    def __init__(self, rows: list[dict], token: str) -> None:
+        self.rules = {r["origin"]: RobotsRules.from_stored(r["status"], r["robots_txt"], token) for r in rows}
+
+    def allowed(self, url: str) -> bool:
+        rules = self.rules.get(origin_of(url))
+        return rules is None or rules.allowed(url)

@@ -25,7 +25,11 @@ RANK_FIELDS = ("title", "text", "anchor", "url")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot")
 
 
-class SettingsError(ValueError):
+class InputError(ValueError):
+    """Bad input (a setting, a file, an argument): the message is one line naming it and the reason."""
+
+
+class SettingsError(InputError):
     """A setting has a bad value; the message names it."""
 
 
@@ -64,7 +68,8 @@ class Settings:
     task_timeout: float = _s(3600.0, "seconds a task may run before Airflow fails it (execution_timeout)")
     max_failed_runs: int = _s(3, "consecutive failed crawl_cycle runs after which Airflow pauses the DAG")
     # fetching and politeness
-    user_agent: str = _s("", "User-Agent header; must name the crawler and carry a contact URL")
+    user_agent: str = _s("", "User-Agent header; must name the crawler and carry a contact URL "
+                         "(required by the commands that fetch)")
     robots_token: str = _s("crawlcycle", "user-agent token matched against robots.txt groups")
     min_delay: float = _s(1.0, "seconds between two requests to one host, at least")
     max_delay: float = _s(30.0, "cap on the per-host delay; a host asking for more is deferred")
@@ -81,6 +86,11 @@ class Settings:
     connect_to: str = _s("", "comma-separated HOST=ADDR:PORT pairs (HOST may be *.suffix): connect "
                          "there instead of resolving HOST, like curl --connect-to (demo web on loopback)")
     robots_max_bytes: int = _s(512_000, "robots.txt bytes parsed, at most")
+    sitemap_fallback: bool = _s(True, "read /sitemap.xml of an origin whose freshly fetched robots.txt names no "
+                                      "sitemap")
+    sitemap_max_depth: int = _s(2, "sitemap indexes followed this many levels below the sitemaps robots.txt names")
+    sitemap_max_files: int = _s(50, "sitemap files fetched per host per fetch")
+    sitemap_max_bytes: int = _s(10_000_000, "sitemap bytes read per file, after decompression")
     host_error_limit: int = _s(3, "consecutive errors after which a host's remaining URLs are deferred")
     fetch_time_limit: float = _s(600.0, "seconds a shard may fetch per cycle; URLs not reached are deferred")
     fetch_concurrency: int = _s(32, "hosts fetched at once within a shard")
@@ -145,12 +155,13 @@ class Settings:
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
                      "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
-                     "ngram_max", "s_prime_queries", "gate_min_sample", "max_failed_runs"):
+                     "ngram_max", "s_prime_queries", "gate_min_sample", "max_failed_runs", "sitemap_max_files",
+                     "sitemap_max_bytes"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
-                     "total_deadline", "robots_ttl", "max_redirects", "task_retries", "fetch_retries",
-                     "retry_delay", "max_retry_delay"):
+                     "total_deadline", "robots_ttl", "max_redirects", "sitemap_max_depth", "task_retries",
+                     "fetch_retries", "retry_delay", "max_retry_delay"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.task_timeout <= self.fetch_time_limit:
@@ -200,10 +211,6 @@ class Settings:
             bad("bm25_weights", "at least one field needs a positive weight")
         if self.policy not in POLICIES:
             bad("policy", f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
-        ua = self.user_agent
-        if not ua or not ("http://" in ua or "https://" in ua or "@" in ua):
-            bad("user_agent", "required, and must carry a contact URL or e-mail, "
-                "e.g. 'crawlcycle/0.1 (+https://example.org/crawler)'")
         for cidr in self.allow_networks_list():
             try:
                 ipaddress.ip_network(cidr, strict=False)
@@ -215,6 +222,14 @@ class Settings:
             bad("connect_to", str(e))
         if not (1 <= self.demo_port <= 65535):
             bad("demo_port", f"must be a TCP port, got {self.demo_port}")
+        return self
+
+    def require_user_agent(self) -> Settings:
+        """These settings, if they name a user agent with a contact; only what fetches needs one."""
+        ua = self.user_agent
+        if not ua or not ("http://" in ua or "https://" in ua or "@" in ua):
+            raise SettingsError("setting user_agent: required, and must carry a contact URL or e-mail, "
+                                "e.g. 'crawlcycle/0.1 (+https://example.org/crawler)'")
         return self
 
     def field_values(self, name: str) -> dict[str, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -75,6 +75,20 @@ def local_shard(location: str, write: bool = True) -> Iterator[Path]:
             fs.makedirs(remote, exist_ok=True)
             for f in local.iterdir():
                 fs.put_file(str(f), f"{remote}/{f.name}")
+
+
+def storing(location: str, local_file: Path) -> Callable[[], None] | None:
+    """A function that stores ``local_file`` of a staged shard into the shard at ``location`` before the stage
+    ends (a file that must outlive a failed stage); None for a local shard, whose folder is the stored one."""
+    if not is_remote(location):
+        return None
+    fs, remote = _fs(location)
+
+    def store() -> None:
+        fs.makedirs(remote, exist_ok=True)
+        fs.put_file(str(local_file), f"{remote}/{local_file.name}")
+
+    return store
 
 
 @contextmanager

@@ -47,9 +47,10 @@ import numpy as np
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle import cycle, ranker, refit, update
+from crawlcycle import cycle, ranker, refit, shard_files, update
 from crawlcycle.canonical import host_of
 from crawlcycle.db import connect, migrate, run_sql
+from crawlcycle.demo import check_warc
 from crawlcycle.parse import parse_warcs
 from crawlcycle.query_log import partition_dir, read_partition
 from crawlcycle.settings import Settings, with_overrides
@@ -95,7 +96,8 @@ def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, fo
         migrate(con)
         con.register("s_pages", pages)
         con.register("s_links", links)
-        con.register("s_new", update.discovered_urls(no_fetches, links))
+        no_sitemaps = pl.from_arrow(shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS].empty_table())
+        con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
         con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
         run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host)
         refit.refit_link_graph(con, 1)
@@ -242,9 +244,11 @@ def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds
 def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Path, policies: list[str],
              cycles: int, out: Path, progress: Callable[[str], None] = print) -> dict[str, dict]:
     """Run each policy over the snapshot and write its outputs; return each policy's summary."""
-    for path in [*snapshots, query_file, seeds]:
-        if not Path(path).is_file():
-            raise FileNotFoundError(f"{path} does not exist")
+    for path in snapshots:
+        check_warc(path, "--snapshot")
+    for flag, path in (("--queries", query_file), ("--seeds", seeds)):
+        if not path.is_file():
+            raise FileNotFoundError(f"{flag}: {path} does not exist")
     if query_file.suffix not in (".tsv", ".parquet"):
         raise ValueError(f"--queries: {query_file} must be a .tsv or .parquet query-log file")
     if cycles < 1:

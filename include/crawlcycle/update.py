@@ -6,7 +6,9 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
+from crawlcycle import shard_files
 from crawlcycle.canonical import host_of
 from crawlcycle.db import run_sql
 from crawlcycle.settings import Settings
@@ -16,26 +18,31 @@ PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description",
                 "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
 
 
-def _read(dirs: list[Path], name: str, shard_column: bool = False) -> pl.DataFrame:
+def _read(dirs: list[Path], name: str, shard_column: bool = False, schema: pa.Schema | None = None) -> pl.DataFrame:
+    """The rows of file ``name`` of every shard; with ``schema``, an empty frame of it when there are none."""
     frames = []
     for d in dirs:
         df = pl.read_parquet(d / name)
         if shard_column:
             df = df.with_columns(shard=pl.lit(shard_index(d), dtype=pl.Int32))
         frames.append(df)
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+    if frames:
+        return pl.concat(frames, how="diagonal_relaxed")
+    return pl.from_arrow(schema.empty_table()) if schema is not None else pl.DataFrame()
 
 
 def shard_index(shard_dir: Path) -> int:
     return int(Path(shard_dir).name.rsplit("-", 1)[1])
 
 
-def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame) -> pl.DataFrame:
-    """URLs this cycle discovered, in discovery order: followed links, then redirect targets."""
+def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame, sitemap_urls: pl.DataFrame) -> pl.DataFrame:
+    """URLs this cycle discovered, in discovery order: followed links, redirect targets, then sitemap entries."""
     followed = links.filter(~pl.col("nofollow")).select("src", url="dst", source=pl.lit("link"))
     redirected = (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
                   .select(src="url", url="final_url", source=pl.lit("redirect")))
-    new = pl.concat([followed, redirected]).with_row_index("seq")
+    listed = sitemap_urls.filter(pl.col("reason").is_null()).select(src="sitemap", url="url",
+                                                                     source=pl.lit("sitemap"))
+    new = pl.concat([followed, redirected, listed]).with_row_index("seq")
     return new.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
 
 
@@ -67,7 +74,7 @@ def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) 
 def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:
     """Replace cycle ``cycle``'s output in the tables with the shards' files; return counts."""
     dirs = sorted(Path(d) for d in shard_dirs)
-    fetch_log = _read(dirs, "fetch_log.parquet", shard_column=True)
+    fetch_log = _read(dirs, shard_files.FETCH_LOG, shard_column=True)
     pages = _read(dirs, "pages.parquet")
     links = _read(dirs, "links.parquet")
     con.execute("BEGIN")
@@ -75,9 +82,12 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         run_sql(con, "stages/rollback_cycle", cycle=cycle)
         if fetch_log.height:
             con.register("s_fetch_log", fetch_log)
-            con.register("s_requests", _read(dirs, "requests.parquet"))
-            con.register("s_hosts", _read(dirs, "hosts.parquet"))
+            for table, name in (("s_requests", shard_files.REQUESTS), ("s_hosts", shard_files.HOSTS),
+                                ("s_robots", shard_files.ROBOTS), ("s_sitemaps", shard_files.SITEMAPS)):
+                con.register(table, _read(dirs, name, schema=shard_files.FETCH_OUTPUTS[name]))
             run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
+            sitemap_urls = _read(dirs, shard_files.SITEMAP_URLS,
+                                 schema=shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS])
             fetched = mark_stored_duplicates(con, pages.filter(pl.col("status").is_between(200, 299))
                                              .select(PAGE_COLUMNS)).with_columns(
                 host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
@@ -88,8 +98,11 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
             all_links = pl.concat([page_links, redirect_links(fetch_log)], how="vertical_relaxed")
             con.register("s_pages", fetched)
             con.register("s_links", all_links.unique(["src", "dst", "anchor"], keep="first", maintain_order=True))
-            con.register("s_new", discovered_urls(fetch_log, all_links))
-            con.register("s_rejects", _read(dirs, "rejects.parquet").select("src", "raw", "reason"))
+            con.register("s_new", discovered_urls(fetch_log, all_links, sitemap_urls))
+            refused = sitemap_urls.filter(pl.col("reason").is_not_null()).select(src="sitemap", raw="url",
+                                                                                 reason="reason")
+            con.register("s_rejects", pl.concat([_read(dirs, "rejects.parquet").select("src", "raw", "reason"),
+                                                 refused], how="vertical_relaxed"))
             run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host)
         run_sql(con, "stages/cycle_figures", cycle=cycle)
         con.execute("COMMIT")
@@ -97,7 +110,8 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         con.execute("ROLLBACK")
         raise
     finally:
-        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_pages", "s_links", "s_new", "s_rejects"):
+        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_pages", "s_links", "s_new",
+                     "s_rejects"):
             try:
                 con.unregister(name)
             except duckdb.Error:

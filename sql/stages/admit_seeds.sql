@@ -3,3 +3,8 @@ INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source)
 SELECT s.url, s.host, 0, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY s.seq),
        'seed'
 FROM s_seeds s ANTI JOIN frontier f ON f.url = s.url;
+
+-- Seed lines canonicalize refused (staged as s_seed_rejects: line, url, reason), as cycle 0 rejects of the
+-- seeds file; a second init replaces that file's rows instead of adding to them.
+DELETE FROM url_rejects WHERE cycle = 0 AND src = $source;
+INSERT INTO url_rejects (cycle, src, url, reason) SELECT 0, $source, url, reason FROM s_seed_rejects ORDER BY line;

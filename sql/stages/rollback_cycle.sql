@@ -13,6 +13,7 @@ DELETE FROM url_rejects WHERE cycle = $cycle;
 DELETE FROM pages WHERE cycle = $cycle;
 DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;
+DELETE FROM sitemap_fetches WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;
 DELETE FROM needy_queries WHERE cycle = $cycle;
 DELETE FROM sketches WHERE cycle = $cycle;

@@ -18,15 +18,33 @@ JOIN frontier f USING (url)
 WHERE b.cycle = (SELECT max(cycle) FROM batches)
 ORDER BY b.rank;
 
--- Which hosts are slow or failing?
+-- Which hosts are slow or failing? Politeness is per host; robots.txt per origin (its answer per origin here).
 CREATE OR REPLACE VIEW v_host_health AS
-SELECT h.host, h.robots_status, h.crawl_delay, h.delay, h.last_response_ms, h.errors AS consecutive_errors,
+SELECT h.host, r.robots, h.crawl_delay, h.delay, h.last_response_ms, h.errors AS consecutive_errors,
        h.backoff_until, count(l.url) AS fetches, count(l.error_class) AS errors,
        round(avg(l.elapsed_ms), 1) AS avg_ms, round(quantile_cont(l.elapsed_ms, 0.95), 1) AS p95_ms
 FROM hosts h
+LEFT JOIN (SELECT host, string_agg(origin || ' ' || coalesce(CAST(status AS VARCHAR), 'unreachable'), ', '
+                                   ORDER BY origin) AS robots
+           FROM robots GROUP BY host) r USING (host)
 LEFT JOIN fetch_log l USING (host)
 GROUP BY ALL
 ORDER BY avg_ms DESC NULLS LAST;
+
+-- Which robots.txt rules are in force, per origin (scheme, host, port), and the sitemaps they name.
+CREATE OR REPLACE VIEW v_robots AS
+SELECT origin, host, status, to_timestamp(fetched_at) AS fetched_at, crawl_delay, sitemaps,
+       len(string_split(coalesce(robots_txt, ''), chr(10))) AS lines, updated_cycle
+FROM robots
+ORDER BY host, origin;
+
+-- What the sitemaps of each cycle gave: URLs handed to the frontier, and why a file was not read whole.
+CREATE OR REPLACE VIEW v_sitemaps AS
+SELECT s.cycle, s.url, s.host, s.depth, s.status, s.kind, s.entries, s.admitted, s.reason,
+       (SELECT count(*) FROM frontier f WHERE f.source = 'sitemap' AND f.first_seen_cycle = s.cycle
+                                          AND f.host = s.host) AS host_urls_new_from_sitemaps
+FROM sitemap_fetches s
+ORDER BY s.cycle, s.host, s.depth, s.url;
 
 -- Which queries steer the latest cycle?
 CREATE OR REPLACE VIEW v_needy_queries AS

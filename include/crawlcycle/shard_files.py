@@ -1,0 +1,91 @@
+"""The files of a shard folder, the contract between the fetch, parse, gate and update tasks.
+
+A shard folder (``<data_dir>/cycles/<cycle>/shard-<k>/`` or under ``shard_storage``) holds, written by:
+
+- plan_shards: ``urls.parquet`` (the shard's batch URLs), ``hosts_in.parquet`` and ``robots_in.parquet`` (the
+  stored politeness and robots state of its hosts and their origins);
+- fetch: ``responses.warc.gz`` and the Parquet files of ``FETCH_OUTPUTS``, plus ``politeness.jsonl``, appended
+  while the fetch runs, so that a retried task waits out the delay after the last request of the one that died;
+- parse: ``pages.parquet``, ``links.parquet``, ``rejects.parquet``.
+
+Every Parquet file is written whole to a temporary name and renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+URLS = "urls.parquet"
+HOSTS_IN = "hosts_in.parquet"
+ROBOTS_IN = "robots_in.parquet"
+WARC = "responses.warc.gz"
+POLITENESS_JOURNAL = "politeness.jsonl"
+FETCH_LOG = "fetch_log.parquet"
+REQUESTS = "requests.parquet"
+HOSTS = "hosts.parquet"
+ROBOTS = "robots.parquet"
+SITEMAPS = "sitemaps.parquet"
+SITEMAP_URLS = "sitemap_urls.parquet"
+
+# The state a batch URL is left in by its fetch (the URL state model of the README).
+OUTCOMES = ("fetched", "redirected_permanent", "redirected_temporary", "gone", "retry_pending", "deferred",
+            "disallowed")
+
+FETCH_OUTPUTS = {
+    # One row per input URL; ``outcome`` is its new state.
+    FETCH_LOG: pa.schema([
+        ("url", pa.string()), ("host", pa.string()), ("final_url", pa.string()), ("status", pa.int32()),
+        ("redirects", pa.list_(pa.string())), ("bytes", pa.int64()), ("content_type", pa.string()),
+        ("started_at", pa.float64()), ("finished_at", pa.float64()), ("elapsed_ms", pa.float64()),
+        ("error_class", pa.string()), ("truncated", pa.bool_()), ("outcome", pa.string())]),
+    # One row per request sent (robots.txt and sitemaps included): next ``started_at`` minus previous
+    # ``finished_at`` of one host is at least the delay in force.
+    REQUESTS: pa.schema([
+        ("host", pa.string()), ("url", pa.string()), ("started_at", pa.float64()), ("finished_at", pa.float64()),
+        ("status", pa.int32()), ("error_class", pa.string()), ("new_connection", pa.bool_())]),
+    # Politeness state per host, fed back as the ``hosts`` table.
+    HOSTS: pa.schema([
+        ("host", pa.string()), ("crawl_delay", pa.float64()), ("delay", pa.float64()),
+        ("last_response_ms", pa.float64()), ("errors", pa.int32()), ("backoff_until", pa.float64()),
+        ("last_request_at", pa.float64())]),
+    # robots.txt per origin the shard met, fed back as the ``robots`` table.
+    ROBOTS: pa.schema([
+        ("origin", pa.string()), ("host", pa.string()), ("status", pa.int32()), ("fetched_at", pa.float64()),
+        ("robots_txt", pa.string()), ("crawl_delay", pa.float64()), ("sitemaps", pa.list_(pa.string()))]),
+    # One row per sitemap file considered (fetched, or skipped with a reason).
+    SITEMAPS: pa.schema([
+        ("url", pa.string()), ("host", pa.string()), ("depth", pa.int32()), ("status", pa.int32()),
+        ("kind", pa.string()), ("entries", pa.int32()), ("admitted", pa.int32()), ("reason", pa.string())]),
+    # URLs listed by sitemaps: canonical when admitted (``reason`` null), as written when refused.
+    SITEMAP_URLS: pa.schema([("sitemap", pa.string()), ("url", pa.string()), ("reason", pa.string())]),
+}
+
+
+@contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path``, renamed onto it on success and removed on failure."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_table(path: Path, table: pa.Table) -> None:
+    """Write ``table`` to ``path`` atomically."""
+    with replacing(path) as tmp:
+        pq.write_table(table, tmp)
+
+
+def write_rows(folder: Path, name: str, rows: list[dict]) -> Path:
+    """Write the rows of fetch output ``name`` into ``folder`` with its schema; return the path."""
+    path = Path(folder) / name
+    write_table(path, pa.Table.from_pylist(rows, schema=FETCH_OUTPUTS[name]))
+    return path

@@ -1,0 +1,198 @@
+"""Every command the README shows runs as written, from a project root, in a shell without CRAWLCYCLE_*
+variables: the README's own "Running without a scheduler" commands make a demo-sized crawl, then every other
+command runs against it. Commands that cannot run here are excluded by name, each with the test that covers
+it instead; a command that is neither run nor excluded fails the test."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+VENV = Path(sys.executable).parents[1]
+_FENCE = re.compile(r"^[ \t]*```(\w*)[ \t]*\n(.*?)^[ \t]*```", flags=re.MULTILINE | re.DOTALL)
+
+# Each command the tests cannot run, with the reason and where it is tested instead.
+EXCLUDED = {
+    "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
+                 "under a real scheduler and tests/test_dag.py runs the DAG",
+    "make test": "the test suite itself",
+    "CRAWLCYCLE_SNAPSHOT=$PWD/../shared/corpus/dev-docs.warc.gz CRAWLCYCLE_SEEDS_FILE=$PWD/data/docs-seeds.txt "
+    "make demo": "make demo over the documentation snapshot; tests/test_snapshot_crawl.py crawls that snapshot",
+    "make ui": "runs Airflow until Ctrl-C; tests/test_crawl_page.py starts Airflow standalone and opens its UI",
+    ".venv/bin/airflow backfill create --dag-id crawl_cycle --from-date 2026-11-04 --to-date 2026-11-06 "
+    "--max-active-runs 1": "needs a running scheduler; tests/test_scheduler.py backfills under one",
+    ".venv/bin/crawlcycle simulate --snapshot site.warc.gz --queries queries.tsv --seeds seeds.txt --policy all "
+    "--batch-size 50 --cycles 5 --out sim/ --user-agent \"me (+https://example.org/crawler)\"":
+        "placeholder files, and every policy for five cycles takes minutes; tests/test_simulator.py runs simulate, "
+        "--policy all included",
+    'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
+        "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
+        "without one",
+    "docker-compose -f docker/docker-compose.yml up -d --build": "needs a Docker daemon; tests/test_docker.py "
+                                                                 "resolves the compose file with docker-compose config",
+    "docker-compose -f docker/docker-compose.yml exec scheduler airflow dags unpause crawl_cycle":
+        "needs the running deployment; tests/test_docker.py",
+    "docker-compose -f docker/docker-compose.yml exec scheduler airflow backfill create --dag-id crawl_cycle "
+    "--from-date 2026-11-01 --to-date 2026-11-03 --max-active-runs 1":
+        "needs the running deployment; tests/test_docker.py, and tests/test_scheduler.py for the backfill",
+    "CRAWLCYCLE_SHARDS=8 docker-compose -f docker/docker-compose.yml up -d --scale worker=4":
+        "needs a Docker daemon; tests/test_docker.py",
+}
+
+# A copy of crawlcycle.toml with these values: a small demo web, so the run takes about a minute.
+SMALL = {"demo_hosts": 6, "demo_pages": 120, "batch_size": 50, "per_host_cap": 12, "shards": 2,
+         "parse_workers": 1}
+# `make demo` leaves three cycles, and the inspection commands name cycle 3.
+MORE_CYCLES = ("2026-11-02", "2026-11-03")
+
+
+@dataclass(frozen=True)
+class Expect:
+    command: str  # regular expression found in the command
+    shows: str  # regular expression found in what it prints
+    probe: str = ""  # shell line run after the command, in its shell, for a command that prints nothing
+
+
+EXPECT = [
+    Expect(r"^mkdir -p data && printf", r"\Ahttp://python\.docs\.test/index\.html\nhttp://django\.docs\.test/",
+           probe="cat data/docs-seeds.txt"),
+    Expect(r"crawlcycle airflow-env\)", r"\A\S+/\.airflow\n(?P<root>\S+)/crawlcycle\.toml\n\Z",
+           probe='printf "%s\\n" "$AIRFLOW_HOME" "$CRAWLCYCLE_CONFIG"'),
+    Expect(r"crawlcycle demo-web --serve", r"serving \d+ URLs of 6 hosts on http://127\.0\.0\.1:\d+"),
+    Expect(r"crawlcycle init\b", r"database ready: \d+ migrations applied, \d+ seed URLs admitted"),
+    Expect(r"crawlcycle cycle --date 2026-11-01", r"cycle 1: .*next batch"),
+    Expect(r"crawlcycle report", r"2026-11-01.*done"),
+    Expect(r'crawlcycle sql "SELECT \* FROM v_next_batch LIMIT 20"', r"shape: \(20, \d+\)"),
+    Expect(r"python -c .*v_host_health", r"\.demo\.test"),
+    Expect(r"crawlcycle canon", r"\Ahttp://example\.com/a/c\n\Z"),
+    Expect(r"FROM v_batch_explain", r"shape: \(20, 6\)"),
+    Expect(r"FROM model_runs", r"shape: \(\d+, 4\)"),
+    Expect(r"crawlcycle check materialize --cycle 3", r"gate materialize passed for cycle 3"),
+    Expect(r"FROM dq_results WHERE NOT success", r"shape: \(0, 6\)"),
+]
+
+
+def _complete(text: str) -> bool:
+    """Whether ``text`` is a whole shell command: no open quote, no trailing backslash."""
+    try:
+        shlex.split(text, comments=True)
+    except ValueError:
+        return False
+    return not text.endswith("\\")
+
+
+def readme_commands() -> list[list[str]]:
+    """The shell commands of each fenced block (marked bash, sh or shell, or unmarked), a command continued over
+    lines kept whole; then, as a block of its own, every inline code span that runs something in .venv/bin."""
+    blocks = []
+    for info, body in _FENCE.findall(README):
+        if info not in ("", "bash", "sh", "shell"):
+            continue
+        commands, pending = [], ""
+        for line in textwrap.dedent(body).splitlines():
+            if not pending and (not line.strip() or line.lstrip().startswith("#")):
+                continue
+            pending = f"{pending}\n{line}" if pending else line
+            if _complete(pending):
+                commands.append(pending)
+                pending = ""
+        assert not pending, f"unfinished command in the README: {pending}"
+        blocks.append(commands)
+    spans = re.findall(r"`([^`]+)`", _FENCE.sub("", README))
+    blocks.append([" ".join(span.split()) for span in spans if ".venv/bin/" in span])
+    return blocks
+
+
+def key(command: str) -> str:
+    """A command on one line, without its trailing comment: how EXCLUDED names it."""
+    line = " ".join(re.sub(r"\\\n", " ", command).split())
+    return re.sub(r"\s+#\s[^'\"]*$", "", line)
+
+
+def test_every_readme_command_is_run_or_excluded() -> None:
+    commands = [key(c) for block in readme_commands() for c in block]
+    assert len(commands) > 15
+    assert not sorted(set(EXCLUDED) - set(commands)), "excluded, but no longer in the README"
+    for command in commands:
+        if command not in EXCLUDED:
+            assert [e for e in EXPECT if re.search(e.command, command)], \
+                f"README command neither run with a check of its output nor excluded: {command}"
+
+
+def _project(tmp_path: Path, port: int) -> Path:
+    """A project root: .venv (this venv) and crawlcycle.toml, with ``port`` for 8089 (a running demo keeps
+    its port) and the values of SMALL."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".venv").symlink_to(VENV)
+    text = (ROOT / "crawlcycle.toml").read_text().replace("8089", str(port))
+    for name, value in SMALL.items():
+        text, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", text, flags=re.MULTILINE)
+        text += "" if found else f"{name} = {value}\n"
+    (root / "crawlcycle.toml").write_text(text)
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert server.poll() is None, f"the demo web stopped: {log.read_text()}"
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    pytest.fail(f"the demo web did not come up: {log.read_text()}")
+
+
+def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
+    port = _free_port()
+    root = _project(tmp_path, port)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRAWLCYCLE_")}
+    blocks = readme_commands()
+    # The block that starts the demo web in the background makes the crawl every other command reads.
+    (setup,) = [b for b in blocks if any(key(c).endswith("&") for c in b)]
+    order = [*setup, *(f".venv/bin/crawlcycle cycle --date {day}" for day in MORE_CYCLES),
+             *(c for b in blocks if b is not setup for c in b if key(c) not in EXCLUDED)]
+    server, log = None, tmp_path / "demo-web.log"
+    try:
+        for command in order:
+            checks = [e for e in EXPECT if re.search(e.command, key(command))]
+            if key(command).endswith("&"):
+                with log.open("w") as out:
+                    server = subprocess.Popen(["bash", "-c", f"exec {key(command)[:-1]}"], cwd=root, env=env,
+                                              stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                _wait_for_port(port, server, log)
+                printed = log.read_text()
+            else:
+                script = "\n".join([command, *(e.probe for e in checks if e.probe)])
+                res = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], cwd=root, env=env,
+                                     capture_output=True, text=True, timeout=300)
+                assert res.returncode == 0, f"{command}\n{res.stdout}\n{res.stderr}"
+                printed = res.stdout
+            for check in checks:
+                assert re.search(check.shows, printed, flags=re.DOTALL), f"{command} printed:\n{printed}"
+            if "airflow-env" in command:
+                assert re.search(checks[0].shows, printed)["root"] == str(root.resolve())
+    finally:
+        if server is not None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)

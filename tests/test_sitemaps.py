@@ -1,0 +1,142 @@
+"""Sitemaps as a URL source: the reader on real-shaped files, and the fetcher reading them politely on loopback."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from crawlcycle import shard_files
+from crawlcycle.sitemaps import read_sitemap
+from tests.faultserver import FaultServer, page, respond
+from tests.test_fetch import gaps, run, settings_for
+
+NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
+
+
+def urlset(*locs: str, extra: str = "") -> bytes:
+    entries = "".join(f"<url><loc>{loc}</loc><lastmod>2026-11-01</lastmod><changefreq>weekly</changefreq>"
+                      f"<priority>0.5</priority>{extra}</url>" for loc in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset {NS}>\n{entries}\n</urlset>\n'.encode()
+
+
+def index(*locs: str) -> bytes:
+    entries = "".join(f"<sitemap><loc>{loc}</loc><lastmod>2026-11-01T10:00:00+00:00</lastmod></sitemap>"
+                      for loc in locs)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<sitemapindex {NS}>{entries}</sitemapindex>'.encode()
+
+
+@pytest.mark.parametrize(("body", "kind", "locs", "reason"), [
+    (urlset("http://s.test/a", " http://s.test/b?x=1&amp;y=2 "), "urlset", ["http://s.test/a", "http://s.test/b?x=1&y=2"],
+     None),
+    (index("http://s.test/1.xml", "http://s.test/2.xml.gz"), "sitemapindex",
+     ["http://s.test/1.xml", "http://s.test/2.xml.gz"], None),
+    (gzip.compress(urlset("http://s.test/z")), "urlset", ["http://s.test/z"], None),
+    (b"\xef\xbb\xbfhttp://s.test/t1\r\n\r\n# no\nhttps://s.test/t2\n", "text", ["http://s.test/t1", "https://s.test/t2"],
+     None),
+    # images and news extensions are other namespaces: only the page's own <loc> counts
+    (urlset("http://s.test/i", extra='<image:image xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+                                      "<image:loc>http://s.test/i.png</image:loc></image:image>"),
+     "urlset", ["http://s.test/i"], None),
+    (urlset("http://s.test/a")[:-30], "urlset", ["http://s.test/a"], "malformed_xml"),
+    (b"<html><body>not a sitemap</body></html>", None, [], "not_a_sitemap: root <html>"),
+    (b"", None, [], "empty"),
+    (b"\x1f\x8b\x08garbage", None, [], "bad_gzip"),
+    # an external entity is not read (no file, no network): the <loc> it was meant to fill stays empty
+    ('<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+     f"<urlset {NS}><url><loc>&x;</loc></url></urlset>".encode(), "urlset", [], None),
+])
+def test_reader_on_real_shaped_files(body: bytes, kind: str | None, locs: list[str], reason: str | None) -> None:
+    sitemap = read_sitemap(body, 1_000_000)
+    assert (sitemap.kind, sitemap.locs) == (kind, locs)
+    assert (sitemap.reason or "").startswith(reason or "") and (reason is None) == (sitemap.reason is None)
+
+
+def test_reader_bounds_decompression_and_size() -> None:
+    bomb = gzip.compress(urlset(*[f"http://s.test/{i}" for i in range(20_000)]))
+    sitemap = read_sitemap(bomb, 50_000)  # ~1.6 MB inflated: stopped at 50 kB, what came before kept
+    assert sitemap.reason == "too_large" and 100 < len(sitemap.locs) < 1000
+    cut = read_sitemap(b"http://s.test/1\nhttp://s.test/2\nhttp://s.te", 1_000_000, truncated=True)
+    assert (cut.kind, cut.locs, cut.reason) == ("text", ["http://s.test/1", "http://s.test/2"], "too_large")
+
+
+@pytest.fixture
+def server():
+    s = FaultServer()
+    yield s
+    s.close()
+
+
+def test_sitemaps_are_read_politely_and_their_urls_recorded(server: FaultServer, tmp_path: Path) -> None:
+    xml = {"content_type": "application/xml"}
+    server.route("maps.test", "/robots.txt", respond(
+        200, b"User-agent: *\nDisallow: /private\nSitemap: http://maps.test/index.xml\n"
+             b"Sitemap: http://elsewhere.test/sitemap.xml\n", content_type="text/plain"))
+    server.route("maps.test", "/", page("home"))
+    server.route("maps.test", "/index.xml", respond(200, index(
+        "/pages.xml", "http://maps.test/pages.xml.gz", "/broken.xml", "/huge.xml", "/nested.xml",
+        "/private/secret.xml", "/missing.xml"), **xml))
+    server.route("maps.test", "/pages.xml", respond(200, urlset(
+        "http://maps.test/a", "/b", "http://other.test/c", "mailto:someone@maps.test", "http://maps.test/a",
+        "http://maps.test/archive.zip"), **xml))
+    # served as a file, gzip without Content-Encoding, the usual way of .xml.gz sitemaps
+    server.route("maps.test", "/pages.xml.gz", respond(200, gzip.compress(urlset("http://maps.test/g")),
+                                                       content_type="application/x-gzip"))
+    server.route("maps.test", "/broken.xml", respond(200, urlset("http://maps.test/before")[:-40], **xml))
+    server.route("maps.test", "/huge.xml", respond(200, urlset(*[f"http://maps.test/h{i}" for i in range(200)]),
+                                                   **xml))
+    server.route("maps.test", "/nested.xml", respond(200, index("/deeper.xml"), **xml))
+    server.route("maps.test", "/deeper.xml", respond(200, urlset("http://maps.test/deep"), **xml))
+    # no robots.txt at all, and a plain-text /sitemap.xml: read as the fallback
+    server.route("plain.test", "/", page("plain home"))
+    server.route("plain.test", "/sitemap.xml", respond(200, b"http://plain.test/t1\nhttp://plain.test/t2\n",
+                                                       content_type="text/plain"))
+    s = settings_for(server, sitemap_fallback=True, sitemap_max_depth=1, sitemap_max_bytes=4000, min_delay=0.05)
+    log, requests, _ = run(["http://maps.test/", "http://plain.test/"], s, tmp_path)
+    assert {r["outcome"] for r in log.values()} == {"fetched"}
+    files = {r["url"]: (r["depth"], r["status"], r["kind"], r["entries"], r["admitted"], r["reason"] or "")
+             for r in _rows(tmp_path / shard_files.SITEMAPS)}
+    huge = files.pop("http://maps.test/huge.xml")
+    broken = files.pop("http://maps.test/broken.xml")
+    assert files == {
+        "http://maps.test/index.xml": (0, 200, "sitemapindex", 7, 0, ""),
+        "http://elsewhere.test/sitemap.xml": (0, None, None, 0, 0, "off_host"),
+        "http://maps.test/pages.xml": (1, 200, "urlset", 6, 2, ""),
+        "http://maps.test/pages.xml.gz": (1, 200, "urlset", 1, 1, ""),
+        "http://maps.test/nested.xml": (1, 200, "sitemapindex", 1, 0, ""),
+        "http://maps.test/private/secret.xml": (1, None, None, 0, 0, "robots_disallowed"),
+        "http://maps.test/missing.xml": (1, 404, None, 0, 0, "http_error"),
+        "http://maps.test/deeper.xml": (2, None, None, 0, 0, "depth_limit"),
+        "http://plain.test/sitemap.xml": (0, 200, "text", 2, 2, ""),
+    }
+    assert broken[:3] == (1, 200, "urlset") and broken[4:] == (1, broken[5]) and broken[5].startswith("malformed_xml")
+    assert huge[:3] == (1, 200, "urlset") and huge[5] == "too_large" and 0 < huge[4] == huge[3] < 200
+    urls = {(r["url"], r["reason"]) for r in _rows(tmp_path / shard_files.SITEMAP_URLS)}
+    admitted = {u for u, reason in urls if reason is None}
+    assert admitted >= {"http://maps.test/a", "http://maps.test/b", "http://maps.test/g", "http://maps.test/before",
+                        "http://plain.test/t1", "http://plain.test/t2", "http://maps.test/h0"}
+    assert "http://maps.test/deep" not in admitted  # below the depth limit
+    assert {(u, r) for u, r in urls if r} == {("http://other.test/c", "sitemap_off_host"),
+                                              ("mailto:someone@maps.test", "bad_scheme"),
+                                              ("http://maps.test/archive.zip", "binary_extension")}
+    # Every sitemap request waited its turn like a page; other hosts' sitemaps are left to them.
+    assert min(gaps(requests, "maps.test")) >= 0.05 and min(gaps(requests, "plain.test")) >= 0.05
+    assert server.hits_of("elsewhere.test") == [] and "/deeper.xml" not in server.hits_of("maps.test")
+
+
+def test_sitemap_urls_stop_at_the_host_cap(server: FaultServer, tmp_path: Path) -> None:
+    server.route("cap.test", "/robots.txt", respond(200, b"Sitemap: http://cap.test/s.xml\n",
+                                                    content_type="text/plain"))
+    server.route("cap.test", "/s.xml", respond(200, urlset(*[f"http://cap.test/{i}" for i in range(5)])))
+    server.route("cap.test", "/", page("home"))
+    run(["http://cap.test/"], settings_for(server, max_urls_per_host=3), tmp_path)
+    (record,) = _rows(tmp_path / shard_files.SITEMAPS)
+    assert (record["entries"], record["admitted"], record["reason"]) == (5, 3, "url_cap")
+    assert [r["url"] for r in _rows(tmp_path / shard_files.SITEMAP_URLS)] == [f"http://cap.test/{i}" for i in range(3)]
+
+
+def _rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
