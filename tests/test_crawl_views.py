@@ -18,8 +18,9 @@ import pytest
 from crawlcycle import crawl_views, cycle
 from crawlcycle.db import connect
 from crawlcycle.demo_web import DemoWeb
+from crawlcycle.ground_truth import Truth
 from crawlcycle.settings import Settings
-from crawlcycle.simulator import Truth, curve, summarize
+from crawlcycle.simulator import curve, summarize
 from tests.conftest import demo_settings
 
 
@@ -115,9 +116,9 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
 def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.DataFrame]:
     """Simulator outputs for ``policies`` (the simulator's own curve and summary of a made-up fetch order)."""
     pages = pl.DataFrame({"url": [f"http://a.test/{i}" for i in range(20)],
-                          "impact": [float(20 - i) for i in range(20)], "in_links": list(range(20)),
-                          "hot": [i < 2 for i in range(20)]})
-    truth = Truth(pages, float(pages["impact"].sum()), {"a.test"})
+                          "impact": [float(20 - i) for i in range(20)], "impact_bm25s": [float(i) for i in range(20)],
+                          "in_links": list(range(20)), "hot": [i < 2 for i in range(20)]})
+    truth = Truth(pages, {"a.test"})
     curves = {}
     for k, policy in enumerate(policies):
         order = pages.sample(fraction=1.0, shuffle=True, seed=seed + k).select(page="url")

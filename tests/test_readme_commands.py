@@ -38,6 +38,9 @@ EXCLUDED = {
     "--batch-size 50 --cycles 5 --out sim/ --user-agent \"me (+https://example.org/crawler)\"":
         "placeholder files, and every policy for five cycles takes minutes; tests/test_simulator.py runs simulate, "
         "--policy all included",
+    ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
+        "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
+        "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",
     'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
         "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
         "without one",

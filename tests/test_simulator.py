@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
-from crawlcycle.settings import POLICIES, load_settings
+from crawlcycle.settings import POLICIES, Settings, load_settings
 from crawlcycle.simulator import BUDGETS, simulate
 from tests.conftest import USER_AGENT
 
@@ -54,12 +54,23 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def two_policies(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sim-cache")
+
+
+@pytest.fixture(scope="module")
+def two_policies(inputs: dict[str, Path], cache: Path, tmp_path_factory: pytest.TempPathFactory
+                 ) -> tuple[Path, dict]:
+    """bfs and hybrid side by side (jobs=2)."""
     out = tmp_path_factory.mktemp("sim-out")
-    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 12, "shards": 1})
-    summaries = simulate(settings, [inputs["docs"]], inputs["queries"], inputs["seeds"], ["bfs", "hybrid"], 3, out,
-                         progress=lambda m: None)
+    summaries = simulate(_settings(), [inputs["docs"]], inputs["queries"], inputs["seeds"], ["bfs", "hybrid"], 3,
+                         out, progress=lambda m: None, jobs=2, cache=cache)
     return out, summaries
+
+
+def _settings(**overrides: object) -> Settings:
+    return load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 12, "shards": 1,
+                                                **overrides})
 
 
 @pytest.mark.parametrize("policy", ["bfs", "hybrid"])
@@ -77,7 +88,8 @@ def test_order_lists_each_fetched_url_once_in_fetch_order(two_policies: tuple[Pa
                              "WHERE l.outcome NOT IN ('deferred', 'disallowed') ORDER BY l.cycle, b.rank").fetchall()
     assert urls == list(dict.fromkeys(u for (u,) in logged))  # a URL tried again later keeps its first place
     # Every URL came from the snapshot: a record of it, or a link found in one of its pages.
-    with duckdb.connect(str(out / "truth" / "truth.duckdb"), read_only=True) as con:
+    truth = Path(json.loads((out / "truth.json").read_text())["folder"])
+    with duckdb.connect(str(truth / "truth.duckdb"), read_only=True) as con:
         known = {u for (u,) in con.execute("SELECT url FROM frontier").fetchall()}
     assert set(urls) <= known
 
@@ -86,18 +98,23 @@ def test_order_lists_each_fetched_url_once_in_fetch_order(two_policies: tuple[Pa
 def test_curve_and_summary(two_policies: tuple[Path, dict], policy: str) -> None:
     out, summaries = two_policies
     points = pl.read_csv(out / policy / "curve.csv")
-    assert points.columns == ["fetched", "fraction", "policy", "ideal", "p_cs", "p_st"]
-    assert (points["ideal"] >= points["policy"] - 1e-12).all()
-    assert points["policy"].is_sorted() and points["ideal"].is_sorted() and points["p_st"].is_sorted()
-    assert points["policy"][-1] > 0  # the crawl found pages that answer the workload
+    assert points.columns == ["fetched", "fraction", "policy", "ideal", "policy_bm25s", "ideal_bm25s", "p_cs",
+                              "p_st"]
+    for judged, ideal in (("policy", "ideal"), ("policy_bm25s", "ideal_bm25s")):
+        assert (points[ideal] >= points[judged] - 1e-12).all()
+        assert points[judged].is_sorted() and points[ideal].is_sorted()
+        assert points[judged][-1] > 0  # the crawl found pages that answer the workload, by either judge
+    assert points["p_st"].is_sorted()
     summary = json.loads((out / policy / "summary.json").read_text())
     assert summary == json.loads(json.dumps(summaries[policy]))
     assert summary["snapshot_pages"] > 80 and summary["hot_pages"] == -(-summary["snapshot_pages"] // 10)
+    assert summary["budgets"] == summary["budgets_by_judge"]["reference"]
     for budget in BUDGETS:
-        values = summary["budgets"][f"{budget:.0%}"]
-        assert all(0 <= values[k] <= 1 for k in ("pct_of_ideal", "p_cs", "p_st"))
-        row = points.row(values["fetches"] - 1, named=True)
-        assert values["pct_of_ideal"] == pytest.approx(row["policy"] / row["ideal"])
+        for judge, suffix in (("reference", ""), ("bm25s", "_bm25s")):
+            values = summary["budgets_by_judge"][judge][f"{budget:.0%}"]
+            assert all(0 <= values[k] <= 1 for k in ("pct_of_ideal", "p_cs", "p_st"))
+            row = points.row(values["fetches"] - 1, named=True)
+            assert values["pct_of_ideal"] == pytest.approx(row[f"policy{suffix}"] / row[f"ideal{suffix}"])
     assert summary["seconds"] > 0
     assert (out / policy / "curve.png").read_bytes()[:8] == PNG_MAGIC
 
@@ -106,13 +123,15 @@ def test_policy_all_runs_every_policy_and_draws_them_together(inputs: dict[str, 
                                                               capsys: pytest.CaptureFixture) -> None:
     code = main(["simulate", "--snapshot", str(inputs["small"]), "--queries", str(inputs["queries"]),
                  "--seeds", str(inputs["seeds"]), "--policy", "all", "--batch-size", "6", "--cycles", "1",
-                 "--out", str(tmp_path), "--user-agent", USER_AGENT, "--shards", "1"])
+                 "--out", str(tmp_path / "out"), "--user-agent", USER_AGENT, "--shards", "1",
+                 "--data-dir", str(tmp_path / "data")])
     assert code == 0
     printed = capsys.readouterr().out
     for policy in POLICIES:
-        assert (tmp_path / policy / "order.csv").is_file() and (tmp_path / policy / "curve.png").is_file()
-        assert f"{policy}: cycle 1:" in printed
-    assert (tmp_path / "curves.png").read_bytes()[:8] == PNG_MAGIC
+        assert all((tmp_path / "out" / policy / name).is_file() for name in ("order.csv", "curve.png"))
+        assert f"{policy}: cycle 1/1 done" in printed
+    assert (tmp_path / "data" / "simulation-cache" / "parse.sqlite").is_file()
+    assert (tmp_path / "out" / "curves.png").read_bytes()[:8] == PNG_MAGIC
 
 
 def test_missing_snapshot_is_a_one_line_error(inputs: dict[str, Path], tmp_path: Path,
@@ -120,7 +139,7 @@ def test_missing_snapshot_is_a_one_line_error(inputs: dict[str, Path], tmp_path:
     missing = tmp_path / "nowhere.warc.gz"
     code = main(["simulate", "--snapshot", str(missing), "--queries", str(inputs["queries"]),
                  "--seeds", str(inputs["seeds"]), "--policy", "bfs", "--out", str(tmp_path / "out"),
-                 "--user-agent", USER_AGENT])
+                 "--user-agent", USER_AGENT, "--data-dir", str(tmp_path / "data")])
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and str(missing) in err
@@ -136,3 +155,39 @@ def test_without_out_a_run_gets_its_own_folder_under_data_dir(inputs: dict[str, 
     (run,) = (tmp_path / "data" / "simulations").iterdir()
     assert f"outputs in {run}" in capsys.readouterr().out
     assert json.loads((run / "summary.json").read_text())["policy"] == "bfs"
+
+
+def test_side_by_side_runs_give_the_outputs_of_a_serial_run(inputs: dict[str, Path], cache: Path,
+                                                            two_policies: tuple[Path, dict], tmp_path: Path) -> None:
+    parallel, summaries = two_policies
+    lines: list[str] = []
+    serial = simulate(_settings(), [inputs["docs"]], inputs["queries"], inputs["seeds"], ["bfs", "hybrid"], 3,
+                      tmp_path, progress=lines.append, jobs=1, cache=cache)
+    for policy in ("bfs", "hybrid"):
+        for name in ("order.csv", "curve.csv"):
+            assert (tmp_path / policy / name).read_bytes() == (parallel / policy / name).read_bytes(), name
+        timeless = [{k: v for k, v in s[policy].items() if not k.endswith("seconds")} for s in (serial, summaries)]
+        assert timeless[0] == timeless[1]
+    # progress: per policy and cycle, with what is left
+    assert "bfs: cycle 2/3 done" in "\n".join(lines) and "about" in lines[-1] and "2/2 policies" in lines[-1]
+    # the truth came from the cache the first run filled
+    assert json.loads((tmp_path / "truth.json").read_text())["cached"] is True
+
+
+def test_the_truth_is_kept_until_an_input_or_setting_changes(inputs: dict[str, Path], tmp_path: Path) -> None:
+    from crawlcycle.ground_truth import ground_truth
+
+    cache = tmp_path / "cache"
+    settings = _settings(parse_cache=str(cache / "parse.sqlite"))
+    first, cached = ground_truth(settings, [inputs["small"]], inputs["queries"], cache)
+    assert not cached and first.pages.height > 10 and first.total() > 0 and first.total("bm25s") > 0
+    again, cached = ground_truth(settings, [inputs["small"]], inputs["queries"], cache)
+    assert cached and again.folder == first.folder and again.pages.equals(first.pages)
+    fewer = tmp_path / "fewer.tsv"
+    fewer.write_text("".join(inputs["queries"].read_text().splitlines(keepends=True)[:5]))
+    for changed in ((settings, [inputs["small"]], fewer),                       # another workload
+                    (_settings(bm25_k1=2.0, parse_cache=settings.parse_cache), [inputs["small"]], inputs["queries"]),
+                    (settings, [inputs["docs"]], inputs["queries"])):           # another snapshot
+        truth, cached = ground_truth(*changed, cache)
+        assert not cached and truth.folder != first.folder
+    assert len(list(cache.glob("truth-*"))) == 4

@@ -201,13 +201,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         summaries = simulate(settings, [Path(p) for p in args.snapshots], Path(args.queries), Path(args.seeds),
                              list(POLICIES) if run_all else [settings.policy], args.cycles, out,
-                             progress=lambda m: print(m, flush=True))
+                             progress=lambda m: print(m, flush=True), jobs=args.jobs,
+                             cache=Path(args.cache) if args.cache else None)
     except ValueError as e:
         raise SettingsError(str(e)) from None
     for name, summary in summaries.items():
-        ideal = ", ".join(f"{b} {v['pct_of_ideal']:.2f}" if v["pct_of_ideal"] is not None else f"{b} -"
-                          for b, v in summary["budgets"].items())
-        print(f"{name}: % of ideal at {ideal}; {summary['seconds']} s")
+        judged = "; ".join(judge + " " + ", ".join(f"{b} {v['pct_of_ideal']:.2f}" if v["pct_of_ideal"] is not None
+                                                   else f"{b} -" for b, v in budgets.items())
+                           for judge, budgets in summary["budgets_by_judge"].items())
+        print(f"{name}: share of ideal at {judged}; {summary['seconds']} s")
     print(f"outputs in {out}")
     return 0
 
@@ -266,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycles", type=int, default=3, help="cycles per policy (default 3)")
     p.add_argument("--out", help="output folder: order.csv, curve.csv, summary.json, curve.png "
                                  "(default: <data_dir>/simulations/<date-time>)")
+    p.add_argument("--jobs", type=int, default=1, help="policies run side by side, each in its own process "
+                                                       "(default 1; more than the cores gains nothing)")
+    p.add_argument("--cache", help="folder keeping ground truths and parse results between runs "
+                                   "(default: <data_dir>/simulation-cache)")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
     return parser
 

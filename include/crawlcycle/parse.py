@@ -48,6 +48,7 @@ from lxml.etree import ParserError
 from trafilatura import bare_extraction
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlcycle import parse_cache
 from crawlcycle.canonical import UrlRejected, canonicalize
 from crawlcycle.settings import Settings
 from crawlcycle.simhash import NearDuplicateIndex, simhash
@@ -177,13 +178,26 @@ def _status(rec) -> int:
 
 
 def _parse_all(records: Iterator[Record], settings: Settings) -> Iterator[tuple[dict, list, list]]:
-    """Parse results in record order: in-process for a few records, else in a process pool."""
+    """Parse results in record order: in-process for a few records, else in a process pool. With a parse
+    cache, a record parsed before is read from it, and what is parsed now is added to it."""
+    fingerprint = parse_cache.fingerprint(settings) if settings.parse_cache else None
     first = list(islice(records, IN_PROCESS_RECORDS))
     workers = min(settings.parse_workers or os.cpu_count() or 1, 64)
     if len(first) < IN_PROCESS_RECORDS or workers == 1:
-        for rec in chain(first, records):
-            yield parse_record(*rec, settings)
-        return
+        stream = chain(first, records)
+        done: Iterator = (_parse_chunk(chunk, settings, fingerprint)
+                          for chunk in iter(lambda: list(islice(stream, CHUNK_RECORDS)), []))
+    else:
+        done = _parse_in_pool(first, records, settings, workers, fingerprint)
+    for results in done:
+        new = [(key, result) for result, key in results if key is not None]
+        if new:
+            parse_cache.open_cache(settings.parse_cache).put(new)
+        yield from (result for result, _ in results)
+
+
+def _parse_in_pool(first: list[Record], records: Iterator[Record], settings: Settings, workers: int,
+                   fingerprint: str | None) -> Iterator[list]:
     chunks = iter(lambda: list(islice(records, CHUNK_RECORDS)), [])
     head = [first[i:i + CHUNK_RECORDS] for i in range(0, len(first), CHUNK_RECORDS)]
     # forkserver: workers do not inherit the caller's threads and locks (Airflow runs tasks with threads)
@@ -195,14 +209,23 @@ def _parse_all(records: Iterator[Record], settings: Settings) -> Iterator[tuple[
         for chunk in (*head, *chunks):
             if len(running) >= 2 * workers:  # bounds the bodies in flight; a slow chunk blocks no other
                 running = wait(running, return_when=FIRST_COMPLETED).not_done
-            futures.append(pool.submit(_parse_chunk, chunk, settings))
+            futures.append(pool.submit(_parse_chunk, chunk, settings, fingerprint))
             running.add(futures[-1])
         for future in futures:
-            yield from future.result()
+            yield future.result()
 
 
-def _parse_chunk(chunk: list[Record], settings: Settings) -> list[tuple[dict, list, list]]:
-    return [parse_record(*rec, settings) for rec in chunk]
+def _parse_chunk(chunk: list[Record], settings: Settings, fingerprint: str | None) -> list[tuple[tuple, bytes | None]]:
+    """(result, cache key to store it under, or None when it came from the cache or there is none) per record."""
+    out = []
+    for rec in chunk:
+        if fingerprint is None:
+            out.append((parse_record(*rec, settings), None))
+            continue
+        key = parse_cache.record_key(rec, fingerprint)
+        cached = parse_cache.open_cache(settings.parse_cache).get(key)
+        out.append((cached, None) if cached is not None else (parse_record(*rec, settings), key))
+    return out
 
 
 def parse_record(url: str, status: int, content_type: str, x_robots: str, content_language: str,

@@ -22,7 +22,7 @@ POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw
 NORMALIZATIONS = ("max", "rank")
 IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")
-_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot")
+_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
 
 class InputError(ValueError):
@@ -106,6 +106,8 @@ class Settings:
     max_segment_repeats: int = _s(3, "URLs repeating one path segment this often are rejected (spider trap)")
     max_outlinks_per_page: int = _s(1000, "out-links kept per page")
     parse_workers: int = _s(0, "parser processes per parse task (0 = one per core)")
+    parse_cache: str = _s("", "SQLite file of parse results keyed by the response and the parse settings and code, "
+                          "so identical bytes are parsed once (the simulator sets it; empty = off)")
     # ranking
     top_k: int = _s(10, "K: results per query that count as shown")
     needy_share: float = _s(0.007, "share of the partition's queries kept as needy (top by neediness)")

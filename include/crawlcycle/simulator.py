@@ -5,10 +5,12 @@ loopback by :mod:`crawlcycle.webserver` (a URL not in the snapshot answers 404),
 folder under ``<out>/<policy>/work/``. Every cycle reads the same workload: the query file is copied into one
 query-log partition per cycle (``dt=start_date + k``).
 
-Ground truth is built once, in ``<out>/truth/``: the parse stage over every snapshot record, merged into a
-fresh crawl database through the product's own merge SQL, linked (in-degree, PageRank), indexed and ranked by
-the reference ranker. A page's true impact is the sum of f(q) over the queries whose true top K holds it.
-Snapshot pages are the 2xx records the parser reads as HTML-or-unknown (``reason`` not ``not_html``).
+The ground truth (``crawlcycle.ground_truth``: every page's true impact by the reference ranker and by an
+independent judge) is computed once per snapshot, workload, settings and code, and kept in the cache folder
+(``--cache``, default ``<data_dir>/simulation-cache``) with the parse cache that its parse fills: every policy's
+cycles read the snapshot's parse results from there instead of parsing the same bytes again. Policies run side by
+side in ``jobs`` processes over one snapshot server; each writes only its own folder, so outputs do not depend on
+``jobs``.
 
 A snapshot has no server to spare, so the simulated crawl waits for no delay (``min_delay``, ``delay_factor`` 0,
 ``obey_crawl_delay`` off; robots.txt rules still apply), and the fetch gate's error share only warns: links out of
@@ -23,115 +25,40 @@ Outputs per policy (in ``<out>``, or ``<out>/<policy>/`` when several run):
   handshake with the plain-HTTP snapshot server.
 - ``curve.csv``: one row per fetch: ``fetched`` (fetches so far), ``fraction`` (of the snapshot's pages),
   ``policy`` and ``ideal`` (cumulative true impact share; the ideal fetches pages by descending true impact),
+  the same by the independent judge (``policy_bm25s``, ``ideal_bm25s``),
   ``p_cs`` (Cho's crawl-and-stop: share of the fetched pages that are among the top ``fetched`` pages by
   in-degree) and ``p_st`` (share of the hot pages fetched; hot = top ``HOT_SHARE`` of pages by in-degree in
   the full snapshot link graph). A fetch credits the page it ended on (the redirect target), once.
 - ``summary.json``: per budget in ``BUDGETS`` (share of the snapshot's pages) ``pct_of_ideal``, ``p_cs`` and
-  ``p_st``, null when the run fetched fewer URLs than the budget; plus counts and the policy's seconds.
+  ``p_st``, null when the run fetched fewer URLs than the budget (``budgets``: the reference judge;
+  ``budgets_by_judge``: each judge); plus counts, the policy's seconds and the ground truth's.
 - ``curve.png``: both impact curves. Several policies also give ``<out>/curves.png``.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import multiprocessing
+import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from datetime import date, timedelta
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 import polars as pl
-from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle import cycle, ranker, refit, shard_files, update
-from crawlcycle.canonical import host_of
-from crawlcycle.db import connect, migrate, run_sql
+from crawlcycle import cycle
+from crawlcycle.db import connect
 from crawlcycle.demo import check_warc
-from crawlcycle.parse import parse_warcs
-from crawlcycle.query_log import partition_dir, read_partition
+from crawlcycle.ground_truth import JUDGES, Truth, ground_truth, stage_queries
 from crawlcycle.settings import Settings, with_overrides
 from crawlcycle.webserver import host_key, serve
 
 BUDGETS = (0.01, 0.05, 0.10)
-HOT_SHARE = 0.10
-
-
-@dataclass(frozen=True)
-class Truth:
-    """Every snapshot page with its true impact and in-degree."""
-
-    pages: pl.DataFrame  # url, impact, in_links, hot
-    total_impact: float
-    hosts: set[str]  # every host a crawl of the snapshot can meet: record, link and redirect hosts
-
-
-def _stage_queries(query_file: Path, folder: Path, days: list[date]) -> None:
-    """Copy the workload into one partition per day, so each cycle reads the same queries."""
-    shutil.rmtree(folder, ignore_errors=True)
-    for day in days:
-        part = partition_dir(folder, day)
-        part.mkdir(parents=True)
-        shutil.copyfile(query_file, part / f"queries{query_file.suffix}")
-
-
-def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, folder: Path) -> Truth:
-    """Parse, link, index and rank the whole snapshot in a fresh database under ``folder``."""
-    shutil.rmtree(folder, ignore_errors=True)
-    day = date.fromisoformat(settings.start_date)
-    settings = with_overrides(settings, {"db_path": str(folder / "truth.duckdb"), "data_dir": str(folder),
-                                         "query_log_dir": str(folder / "query_log")})
-    _stage_queries(query_file, folder / "query_log", [day])
-    workload = read_partition(settings, day).rows.group_by("query").agg(frequency=pl.col("frequency").sum())
-    parsed = parse_warcs(snapshots, folder / "parse", settings)
-    pages = (pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
-             .select(update.PAGE_COLUMNS)
-             .with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String)))
-    links = pl.read_parquet(parsed.links_path).unique(["src", "dst", "anchor"], keep="first", maintain_order=True)
-    no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String})
-    with connect(settings) as con:
-        migrate(con)
-        con.register("s_pages", pages)
-        con.register("s_links", links)
-        no_sitemaps = pl.from_arrow(shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS].empty_table())
-        con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
-        con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
-        run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host)
-        refit.refit_link_graph(con, 1)
-        ranker.index_pages(con, 1)
-        ranker.rank_queries(con, settings, 1, workload["query"].to_list())
-        con.register("s_workload", workload)
-        truth = con.sql("""
-            WITH impact AS (
-                SELECT r.url, sum(w.frequency) AS impact
-                FROM query_results r JOIN s_workload w ON w.query = r.query
-                WHERE r.cycle = 1 GROUP BY r.url)
-            SELECT p.url, coalesce(i.impact, 0)::DOUBLE AS impact, f.in_links
-            FROM pages p JOIN frontier f USING (url) LEFT JOIN impact i USING (url)
-            WHERE p.reason IS DISTINCT FROM 'not_html'
-            ORDER BY p.url""").pl()
-        hosts = set(con.sql("SELECT DISTINCT host FROM frontier").pl()["host"])
-    hot = max(1, math.ceil(HOT_SHARE * truth.height))
-    truth = truth.with_columns(hot=pl.col("in_links").rank("ordinal", descending=True) <= hot)
-    return Truth(truth, float(truth["impact"].sum()), hosts | _redirect_hosts(snapshots))
-
-
-def _redirect_hosts(snapshots: list[Path]) -> set[str]:
-    """Hosts named by the Location header of the snapshot's responses."""
-    hosts = set()
-    for path in snapshots:
-        with open(path, "rb") as f:
-            for rec in ArchiveIterator(f):
-                target = rec.http_headers.get_header("Location") if rec.rec_type == "response" else None
-                uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
-                if target:
-                    hosts.add(host_key(urlsplit(urljoin(uri.strip("<>"), target)).netloc))
-    return hosts
-
-
 def loopback_routes(hosts: set[str], port: int) -> str:
     """A connect_to value sending every host of ``hosts``, and every other host under their top-level domains,
     to the snapshot server: a frontier URL outside the snapshot gets its 404 there, never from the internet."""
@@ -153,25 +80,25 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
 
 
 def curve(order: pl.DataFrame, truth: Truth) -> pl.DataFrame:
-    """Cumulative impact share of the fetch order and of the ideal order, with Cho's hot-page shares."""
+    """Cumulative impact share of the fetch order and of the ideal order (``policy``/``ideal`` by the reference
+    judge, ``policy_<judge>``/``ideal_<judge>`` by the others), with Cho's hot-page shares."""
     n_pages = truth.pages.height
     pages = truth.pages.with_columns(by_degree=pl.col("in_links").rank("ordinal", descending=True))
     first = order.with_columns(pl.when(pl.col("page").is_first_distinct()).then(pl.col("page")).alias("page"))
     got = first.join(pages, left_on="page", right_on="url", how="left", maintain_order="left")
     k = pl.int_range(1, order.height + 1, eager=True)
-    total = truth.total_impact or 1.0
-    ideal = truth.pages["impact"].sort(descending=True).cum_sum()
-    ideal = pl.concat([ideal, pl.repeat(ideal[-1] if ideal.len() else 0.0, max(0, order.height - ideal.len()),
-                                        eager=True)])[:order.height]
-    return pl.DataFrame({
-        "fetched": k,
-        "fraction": k / n_pages,
-        "policy": got["impact"].fill_null(0).cum_sum() / total,
-        "ideal": ideal / total,
-        "p_cs": _crawl_and_stop(got["by_degree"].fill_null(n_pages + 1).to_numpy()),
-        "p_st": got["hot"].fill_null(False).cast(pl.Int64).cum_sum() / max(1, int(truth.pages["hot"].sum())),
-    }, schema={"fetched": pl.Int64, "fraction": pl.Float64, "policy": pl.Float64, "ideal": pl.Float64,
-               "p_cs": pl.Float64, "p_st": pl.Float64})
+    columns = {"fetched": k, "fraction": k / n_pages}
+    for judge in JUDGES:
+        column, suffix = Truth.column(judge), "" if judge == "reference" else f"_{judge}"
+        total = truth.total(judge) or 1.0
+        ideal = truth.pages[column].sort(descending=True).cum_sum()
+        ideal = pl.concat([ideal, pl.repeat(ideal[-1] if ideal.len() else 0.0, max(0, order.height - ideal.len()),
+                                            eager=True)])[:order.height]
+        columns[f"policy{suffix}"] = got[column].fill_null(0).cum_sum() / total
+        columns[f"ideal{suffix}"] = ideal / total
+    columns["p_cs"] = _crawl_and_stop(got["by_degree"].fill_null(n_pages + 1).to_numpy())
+    columns["p_st"] = got["hot"].fill_null(False).cast(pl.Int64).cum_sum() / max(1, int(truth.pages["hot"].sum()))
+    return pl.DataFrame(columns, schema={name: pl.Int64 if name == "fetched" else pl.Float64 for name in columns})
 
 
 def _crawl_and_stop(by_degree: np.ndarray) -> np.ndarray:
@@ -182,8 +109,9 @@ def _crawl_and_stop(by_degree: np.ndarray) -> np.ndarray:
     return np.cumsum(counts) / np.arange(1, n + 1)
 
 
-def summarize(points: pl.DataFrame, truth: Truth) -> dict:
-    """% of ideal and hot-page shares at each budget; null where the run fetched less than the budget."""
+def summarize(points: pl.DataFrame, truth: Truth, judge: str = "reference") -> dict:
+    """% of ideal (by ``judge``) and hot-page shares at each budget; null where the run fetched less than it."""
+    suffix = "" if judge == "reference" else f"_{judge}"
     out = {}
     for budget in BUDGETS:
         k = max(1, round(budget * truth.pages.height))
@@ -191,7 +119,8 @@ def summarize(points: pl.DataFrame, truth: Truth) -> dict:
             out[f"{budget:.0%}"] = {"fetches": k, "pct_of_ideal": None, "p_cs": None, "p_st": None}
             continue
         row = points.row(k - 1, named=True)
-        out[f"{budget:.0%}"] = {"fetches": k, "pct_of_ideal": row["policy"] / row["ideal"] if row["ideal"] else None,
+        ideal = row[f"ideal{suffix}"]
+        out[f"{budget:.0%}"] = {"fetches": k, "pct_of_ideal": row[f"policy{suffix}"] / ideal if ideal else None,
                                 "p_cs": row["p_cs"], "p_st": row["p_st"]}
     return out
 
@@ -234,16 +163,54 @@ def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds
         "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
         # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
         "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
-    _stage_queries(query_file, work / "query_log", days)
+    stage_queries(query_file, work / "query_log", days)
     cycle.init(settings)
-    for day in days:
-        cycle.run_cycle(settings, day, progress=lambda m: progress(f"{policy}: {m}"))
+    t0 = time.perf_counter()
+    for k, day in enumerate(days, 1):
+        summary = cycle.run_cycle(settings, day, progress=lambda m: None)
+        spent = time.perf_counter() - t0
+        progress(f"{policy}: cycle {k}/{cycles} done, {summary['fetched']} fetched, {spent:.0f} s; "
+                 f"about {spent / k * (cycles - k):.0f} s left for {policy}")
     return settings
 
 
+def _say(message: str) -> None:
+    print(message, flush=True)  # a worker's output is a pipe: unflushed lines would come when it ends
+
+
+def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, seeds: Path, cycles: int,
+                    folder: Path, truth: Truth, progress: Callable[[str], None] = _say) -> tuple[dict, pl.DataFrame]:
+    """Run one policy and write its outputs into ``folder``; (summary, curve). Top-level, for a process pool."""
+    t0 = time.perf_counter()
+    settings = run_policy(base, policy, routes, query_file, seeds, cycles, folder / "work", progress)
+    seconds = time.perf_counter() - t0
+    order = fetch_order(settings)
+    order.select("url", "cycle", "rank").write_csv(folder / "order.csv")
+    points = curve(order, truth)
+    points.write_csv(folder / "curve.csv")
+    plot({policy: points}, folder / "curve.png", f"{policy}: {cycles} cycles of {settings.batch_size}")
+    by_judge = {judge: summarize(points, truth, judge) for judge in JUDGES}
+    summary = {"policy": policy, "cycles": cycles, "batch_size": settings.batch_size,
+               "snapshot_pages": truth.pages.height, "fetched": order.height,
+               "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
+               "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "seconds": round(seconds, 2)}
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary, points
+
+
+def _share_cores(jobs: int) -> None:
+    """Give each of ``jobs`` worker processes its share of the cores: OpenMP (the S' trees) spinning on more threads
+    than there are free cores slows a fit down several times."""
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = threads
+
+
 def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Path, policies: list[str],
-             cycles: int, out: Path, progress: Callable[[str], None] = print) -> dict[str, dict]:
-    """Run each policy over the snapshot and write its outputs; return each policy's summary."""
+             cycles: int, out: Path, progress: Callable[[str], None] = print, jobs: int = 1,
+             cache: Path | None = None) -> dict[str, dict]:
+    """Run each policy over the snapshot, ``jobs`` at a time, and write its outputs; return each policy's summary
+    (with ``truth_seconds``, the time the ground truth took in this call: about 0 when it came from ``cache``)."""
     for path in snapshots:
         check_warc(path, "--snapshot")
     for flag, path in (("--queries", query_file), ("--seeds", seeds)):
@@ -253,37 +220,52 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
         raise ValueError(f"--queries: {query_file} must be a .tsv or .parquet query-log file")
     if cycles < 1:
         raise ValueError(f"--cycles must be at least 1, got {cycles}")
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
     out = out.resolve()  # settings paths must be absolute (the quality gates' context needs it)
     out.mkdir(parents=True, exist_ok=True)
+    cache = (cache or Path(base.data_dir) / "simulation-cache").resolve()
+    base = with_overrides(base, {"parse_cache": str(cache / "parse.sqlite")})
+    if jobs > 1:
+        base = with_overrides(base, {"duckdb_threads": max(1, base.duckdb_threads // jobs)})
     t0 = time.perf_counter()
-    truth = ground_truth(base, snapshots, query_file, out / "truth")
+    truth, cached = ground_truth(base, snapshots, query_file, cache)
+    truth_seconds = time.perf_counter() - t0
     if not truth.pages.height:
         raise ValueError(f"--snapshot: no 2xx HTML page in {', '.join(map(str, snapshots))}")
-    progress(f"ground truth: {truth.pages.height} pages, total impact {truth.total_impact:g}, "
-             f"{int((truth.pages['impact'] > 0).sum())} pages with impact ({time.perf_counter() - t0:.1f} s)")
+    progress(f"ground truth: {truth.pages.height} pages, total impact {truth.total():g}, "
+             f"{int((truth.pages['impact'] > 0).sum())} pages with impact "
+             f"({'kept from ' if cached else 'computed in '}{truth.folder}, {truth_seconds:.1f} s)")
+    (out / "truth.json").write_text(json.dumps({"folder": str(truth.folder), "cached": cached,
+                                                "seconds": round(truth_seconds, 2)}, indent=1) + "\n")
     summaries: dict[str, dict] = {}
     curves: dict[str, pl.DataFrame] = {}
+    folders = {p: out / p if len(policies) > 1 else out for p in policies}
     with serve(snapshots) as server:
         seed_hosts = {host_key(urlsplit(line.strip()).netloc) for line in seeds.read_text().splitlines()}
         routes = loopback_routes(truth.hosts | seed_hosts | server.server.web.hosts(), server.port)
-        for policy in policies:
-            t0 = time.perf_counter()
-            settings = run_policy(base, policy, routes, query_file, seeds, cycles,
-                                  out / policy / "work", progress)
-            seconds = time.perf_counter() - t0
-            folder = out / policy if len(policies) > 1 else out
-            order = fetch_order(settings)
-            order.select("url", "cycle", "rank").write_csv(folder / "order.csv")
-            points = curve(order, truth)
-            points.write_csv(folder / "curve.csv")
-            plot({policy: points}, folder / "curve.png", f"{policy}: {cycles} cycles of {settings.batch_size}")
-            summaries[policy] = {"policy": policy, "cycles": cycles, "batch_size": settings.batch_size,
-                                 "snapshot_pages": truth.pages.height, "fetched": order.height,
-                                 "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total_impact,
-                                 "budgets": summarize(points, truth), "seconds": round(seconds, 2)}
-            (folder / "summary.json").write_text(json.dumps(summaries[policy], indent=2) + "\n")
-            curves[policy] = points
-            progress(f"{policy}: {order.height} URLs fetched in {seconds:.1f} s")
+        args = {p: (base, p, routes, query_file, seeds, cycles, folders[p], truth) for p in policies}
+        started = time.perf_counter()
+
+        def finished(policy: str, summary: dict, points: pl.DataFrame) -> None:
+            summaries[policy], curves[policy] = {**summary, "truth_seconds": round(truth_seconds, 2)}, points
+            left = len(policies) - len(summaries)
+            per_policy = (time.perf_counter() - started) / len(summaries)
+            progress(f"{policy}: {summary['fetched']} URLs fetched in {summary['seconds']:.1f} s "
+                     f"({len(summaries)}/{len(policies)} policies; about {per_policy * left:.0f} s left)")
+
+        if jobs == 1:
+            for p in policies:
+                finished(p, *_policy_outputs(*args[p], progress=progress))
+        else:
+            # forkserver: the workers inherit neither this process's server thread nor its locks
+            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
+                                     initializer=_share_cores, initargs=(jobs,)) as pool:
+                futures = {pool.submit(_policy_outputs, *args[p]): p for p in policies}
+                for future in as_completed(futures):
+                    finished(futures[future], *future.result())
+    for p in policies:  # the summary file gains the truth's seconds once the truth is known to all
+        (folders[p] / "summary.json").write_text(json.dumps(summaries[p], indent=2) + "\n")
     if len(policies) > 1:
-        plot(curves, out / "curves.png", f"{cycles} cycles, {len(policies)} policies")
-    return summaries
+        plot({p: curves[p] for p in policies}, out / "curves.png", f"{cycles} cycles, {len(policies)} policies")
+    return {p: summaries[p] for p in policies}

@@ -1,0 +1,158 @@
+"""The policy lab's repeated runs: seed sets and workloads per run, and mean and spread over runs per judge."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from crawlcycle.demo_web import DemoWeb
+from crawlcycle.policy_lab import (
+    JUDGES,
+    Stats,
+    aggregate,
+    findings,
+    html_pages,
+    late_gain,
+    seed_set,
+    shuffled_frequencies,
+    table,
+    zipf_workload,
+)
+
+DEV_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev-docs.warc.gz"
+
+
+@pytest.fixture(scope="module")
+def dev_docs_pages() -> dict[str, list[str]]:
+    if not DEV_DOCS.is_file():
+        pytest.fail(f"{DEV_DOCS} is missing: the shared data must sit next to the project (../shared)")
+    return html_pages(DEV_DOCS)
+
+
+def test_run_0_starts_from_each_site_s_index_page(dev_docs_pages: dict[str, list[str]]) -> None:
+    assert seed_set(dev_docs_pages, 0, "/index.html") == [
+        "http://django.docs.test/index.html", "http://git.docs.test/index.html",
+        "http://nodejs.docs.test/index.html", "http://postgresql.docs.test/index.html",
+        "http://python.docs.test/index.html", "http://requests.docs.test/index.html",
+        "http://sphinx.docs.test/index.html", "http://sqlite.docs.test/index.html"]
+
+
+def test_later_runs_start_from_a_random_page_per_host_the_same_for_the_same_run(
+        dev_docs_pages: dict[str, list[str]]) -> None:
+    runs = [seed_set(dev_docs_pages, r, "/index.html") for r in range(4)]
+    assert seed_set(dev_docs_pages, 2, "/index.html") == runs[2]
+    assert len({tuple(seeds) for seeds in runs}) == 4
+    for seeds in runs[1:]:
+        assert [u.split("/")[2] for u in seeds] == [u.split("/")[2] for u in runs[0]]  # one seed per host
+        assert all(u in dev_docs_pages[u.split("/")[2]] for u in seeds)
+        assert sum(u.endswith("/index.html") for u in seeds) < len(seeds)
+
+
+def test_seeds_of_the_demo_web_are_its_home_pages_then_random_html_pages(demo_web: DemoWeb) -> None:
+    pages = html_pages(demo_web.warc)
+    homes = seed_set(pages, 0, "/")
+    assert set(demo_web.seeds.read_text().split()) <= set(homes)
+    assert all(u.count("/") == 3 and u.endswith("/") for u in homes)
+    assert seed_set(pages, 1, "/") != homes and len(seed_set(pages, 1, "/")) == len(homes)
+
+
+def test_workloads_keep_their_texts_or_frequencies_and_differ_by_seed() -> None:
+    texts = [f"query {i}" for i in range(50)] + ["query 3", "  ", "tab\there"]
+    base = zipf_workload(texts, 10, 7)
+    assert [f for _, f in base] == [1000, 500, 334, 250, 200, 167, 143, 125, 112, 100]
+    assert base == zipf_workload(texts, 10, 7) and base != zipf_workload(texts, 10, 8)
+    every = [q for q, _ in zipf_workload(texts, 100, 7)]  # distinct, non-blank, tabs made spaces
+    assert len(every) == 51 and set(every) == {f"query {i}" for i in range(50)} | {"tab here"}
+    shuffled = shuffled_frequencies(base, 8)
+    assert [q for q, _ in shuffled] == [q for q, _ in base]
+    assert sorted(f for _, f in shuffled) == sorted(f for _, f in base) and shuffled != base
+
+
+def _summary(seconds: float, pct: dict[str, tuple], p_cs: float = 0.3) -> dict:
+    """A simulate summary: % of ideal (as shares) at 1 %, 5 %, 10 % per judge; the same P_CS at every budget."""
+    return {"seconds": seconds, "snapshot_pages": 1000, "budgets_by_judge": {
+        judge: {label: {"fetches": k, "pct_of_ideal": v, "p_cs": None if v is None else p_cs, "p_st": 0.1}
+                for label, k, v in zip(("1%", "5%", "10%"), (10, 50, 100), values, strict=True)}
+        for judge, values in pct.items()}}
+
+
+RUNS = [
+    {"hybrid": _summary(10, {"reference": (0.05, 0.20, 0.30), "bm25s": (0.04, 0.10, 0.20)}, p_cs=0.40),
+     "pagerank": _summary(20, {"reference": (0.03, 0.10, 0.20), "bm25s": (0.05, 0.15, 0.25)}, p_cs=0.50)},
+    {"hybrid": _summary(12, {"reference": (0.07, 0.22, 0.36), "bm25s": (0.06, 0.12, 0.22)}, p_cs=0.30),
+     "pagerank": _summary(22, {"reference": (0.03, 0.12, 0.26), "bm25s": (0.05, 0.17, None)}, p_cs=0.50)},
+    {"hybrid": _summary(14, {"reference": (0.06, 0.24, 0.33), "bm25s": (0.05, 0.14, 0.24)}, p_cs=0.20),
+     "pagerank": _summary(24, {"reference": (0.03, 0.14, 0.23), "bm25s": (0.05, 0.19, 0.27)}, p_cs=0.50)},
+]
+
+
+def test_aggregate_gives_mean_sample_sd_and_range_per_policy_judge_and_budget() -> None:
+    pct = aggregate(RUNS)
+    assert set(pct) == {"hybrid", "pagerank"} and all(set(v) == set(JUDGES) for v in pct.values())
+    hybrid = pct["hybrid"]["reference"]["10%"]
+    assert (hybrid.n, hybrid.lo, hybrid.hi) == (3, 0.30, 0.36)
+    assert hybrid.mean == pytest.approx(0.33) and hybrid.sd == pytest.approx(0.03)  # sample sd: n - 1
+    assert pct["pagerank"]["reference"]["1%"] == Stats(0.03, 0.0, 0.03, 0.03, 3)
+    # a run that did not reach a budget is left out of it
+    short = pct["pagerank"]["bm25s"]["10%"]
+    assert (short.n, short.mean, short.sd) == (2, pytest.approx(0.26), pytest.approx(math.sqrt(0.0002)))
+    assert aggregate(RUNS, "p_cs")["hybrid"]["reference"]["10%"].mean == pytest.approx(0.30)
+    one = aggregate(RUNS[:1])["hybrid"]["bm25s"]["5%"]
+    assert (one.mean, one.sd, one.n) == (0.10, 0.0, 1)
+
+
+def test_table_shows_mean_and_sd_per_judge_sorted_by_the_reference_at_10_percent() -> None:
+    assert table(RUNS) == [
+        "| policy | ref 1% | ref 5% | ref 10% | bm25s 1% | bm25s 5% | bm25s 10% | P_CS at 10% (ref) | seconds |",
+        "|---|---|---|---|---|---|---|---|---|",
+        "| hybrid | 6.0 ± 1.0 | 22.0 ± 2.0 | 33.0 ± 3.0 | 5.0 ± 1.0 | 12.0 ± 2.0 | 22.0 ± 2.0 | 0.30 ± 0.10 | 12 |",
+        "| pagerank | 3.0 ± 0.0 | 12.0 ± 2.0 | 23.0 ± 3.0 | 5.0 ± 0.0 | 17.0 ± 2.0 | 26.0 ± 1.4 (2 of 3 runs) "
+        "| 0.50 ± 0.00 | 22 |",
+    ]
+    assert table(RUNS, spread="range")[2] == ("| hybrid | 5.0–7.0 | 20.0–24.0 | 30.0–36.0 | 4.0–6.0 | 10.0–14.0 "
+                                              "| 20.0–24.0 | 0.20–0.40 | 12 |")
+
+
+def _all_policies(hybrid: float, bm25s_hybrid: float) -> dict[str, dict]:
+    """One run of the five policies the findings name: ``hybrid`` at 10 % per judge, the others fixed."""
+    ref = {"hybrid": hybrid, "pagerank": 0.25, "indegree": 0.10, "q_overlap": 0.20, "rw": 0.15, "rw_eg": 0.18,
+           "bfs": 0.12}
+    bm = {**ref, "hybrid": bm25s_hybrid}
+    return {p: _summary(1, {"reference": (ref[p] / 4, ref[p] / 2, ref[p]), "bm25s": (bm[p] / 4, bm[p] / 2, bm[p])},
+                        p_cs={"pagerank": 0.5, "bfs": 0.4, "indegree": 0.6}.get(p, 0.3)) for p in ref}
+
+
+def test_findings_are_judged_on_means_by_each_judge() -> None:
+    runs = [_all_policies(0.30, 0.20), _all_policies(0.40, 0.22)]
+    gains = {"reference": {"q_overlap": 0.05, "pagerank": 0.10, "hybrid": 0.08},
+             "bm25s": {"q_overlap": 0.12, "pagerank": 0.10, "hybrid": 0.08}}
+    hybrid, q_overlap, rw_eg, cho = findings("dev-docs", runs, gains)
+    assert hybrid == ("- **hybrid beats pagerank and indegree** (dev-docs, % of ideal at 10%, mean of 2 runs): "
+                      "reference: hybrid 35.0, pagerank 25.0, indegree 10.0: holds; "
+                      "bm25s: hybrid 21.0, pagerank 25.0, indegree 10.0: does not hold.")
+    assert "reference: q_overlap 5.0, pagerank 6.2, hybrid 8.8: does not hold" in q_overlap
+    assert q_overlap.endswith("Drying up (gains less impact share than pagerank and hybrid in the second half of the "
+                              "run): reference: q_overlap 0.050, pagerank 0.100, hybrid 0.080: holds; "
+                              "bm25s: q_overlap 0.120, pagerank 0.100, hybrid 0.080: does not hold.")
+    assert rw_eg.endswith("reference: rw_eg 18.0, rw 15.0, pagerank 25.0: does not hold; "
+                          "bm25s: rw_eg 18.0, rw 15.0, pagerank 25.0: does not hold.")
+    assert cho.endswith("reference: pagerank 0.50, bfs 0.40, indegree 0.60: does not hold; "
+                        "bm25s: pagerank 0.50, bfs 0.40, indegree 0.60: does not hold.")
+
+
+def test_findings_need_a_budget_every_policy_reached() -> None:
+    run = _all_policies(0.3, 0.3)
+    for summary in run.values():
+        for judge in JUDGES:
+            for entry in summary["budgets_by_judge"][judge].values():
+                entry["pct_of_ideal"] = None
+    assert findings("generated", [run], {}) == ["- no budget was reached by every policy on generated: run more cycles"]
+
+
+def test_late_gain_is_the_share_found_in_the_second_half_by_each_judge() -> None:
+    curve = pl.DataFrame({"policy": [0.1, 0.2, 0.3, 0.5, 0.9], "policy_bm25s": [0.0, 0.1, 0.4, 0.4, 0.5]})
+    assert late_gain(curve) == pytest.approx(0.6)
+    assert late_gain(curve, "bm25s") == pytest.approx(0.1)
