@@ -65,26 +65,23 @@ class Resolver:
 
     def __init__(self, settings: Settings, getaddrinfo: GetAddrInfo = socket.getaddrinfo) -> None:
         self.timeout = settings.connect_timeout
-        self._routes = settings.connect_to_map()
         self._settings = settings
         self._getaddrinfo = getaddrinfo
-        self._answers: dict[str, str | DnsError] = {}
+        # per host: its connect_to target (address, port), its address, or why it has none
+        self._answers: dict[str, tuple[str, int] | str | DnsError] = {}
         self._lock = threading.Lock()
 
     def address(self, host: str, port: int) -> tuple[str, int]:
         """Where to connect for ``host``: its connect_to target, else its address and ``port``."""
-        target = self._settings.connect_target(host) if self._routes else None
-        if target:
-            return target
         with self._lock:
             answer = self._answers.get(host)
         if answer is None:
-            answer = self._lookup(host, port)
+            answer = self._settings.connect_target(host) or self._lookup(host, port)
             with self._lock:
                 self._answers[host] = answer
         if isinstance(answer, DnsError):
             raise answer
-        return answer, port
+        return answer if isinstance(answer, tuple) else (answer, port)
 
     def _lookup(self, host: str, port: int) -> str | DnsError:
         # getaddrinfo takes no timeout: it runs in a thread of its own, which is left behind if it hangs.

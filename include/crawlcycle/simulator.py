@@ -180,7 +180,8 @@ def _say(message: str) -> None:
 
 def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, seeds: Path, cycles: int,
                     folder: Path, truth: Truth, progress: Callable[[str], None] = _say) -> tuple[dict, pl.DataFrame]:
-    """Run one policy and write its outputs into ``folder``; (summary, curve). Top-level, for a process pool."""
+    """Run one policy and write its order and curve into ``folder``; (summary, curve). Top-level, for a process
+    pool."""
     t0 = time.perf_counter()
     settings = run_policy(base, policy, routes, query_file, seeds, cycles, folder / "work", progress)
     seconds = time.perf_counter() - t0
@@ -194,7 +195,6 @@ def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, 
                "snapshot_pages": truth.pages.height, "fetched": order.height,
                "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
                "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "seconds": round(seconds, 2)}
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary, points
 
 
@@ -226,11 +226,11 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
     out.mkdir(parents=True, exist_ok=True)
     cache = (cache or Path(base.data_dir) / "simulation-cache").resolve()
     base = with_overrides(base, {"parse_cache": str(cache / "parse.sqlite")})
-    if jobs > 1:
-        base = with_overrides(base, {"duckdb_threads": max(1, base.duckdb_threads // jobs)})
     t0 = time.perf_counter()
     truth, cached = ground_truth(base, snapshots, query_file, cache)
     truth_seconds = time.perf_counter() - t0
+    if jobs > 1:
+        base = with_overrides(base, {"duckdb_threads": max(1, base.duckdb_threads // jobs)})
     if not truth.pages.height:
         raise ValueError(f"--snapshot: no 2xx HTML page in {', '.join(map(str, snapshots))}")
     progress(f"ground truth: {truth.pages.height} pages, total impact {truth.total():g}, "
@@ -249,6 +249,7 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
 
         def finished(policy: str, summary: dict, points: pl.DataFrame) -> None:
             summaries[policy], curves[policy] = {**summary, "truth_seconds": round(truth_seconds, 2)}, points
+            (folders[policy] / "summary.json").write_text(json.dumps(summaries[policy], indent=2) + "\n")
             left = len(policies) - len(summaries)
             per_policy = (time.perf_counter() - started) / len(summaries)
             progress(f"{policy}: {summary['fetched']} URLs fetched in {summary['seconds']:.1f} s "
@@ -264,8 +265,6 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
                 futures = {pool.submit(_policy_outputs, *args[p]): p for p in policies}
                 for future in as_completed(futures):
                     finished(futures[future], *future.result())
-    for p in policies:  # the summary file gains the truth's seconds once the truth is known to all
-        (folders[p] / "summary.json").write_text(json.dumps(summaries[p], indent=2) + "\n")
     if len(policies) > 1:
         plot({p: curves[p] for p in policies}, out / "curves.png", f"{cycles} cycles, {len(policies)} policies")
     return {p: summaries[p] for p in policies}
