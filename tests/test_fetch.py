@@ -16,7 +16,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle import shard_files
-from crawlcycle.fetch import FETCH_LOG_SCHEMA, OUTCOMES, fetch_urls
+from crawlcycle.fetch import fetch_urls
 from crawlcycle.politeness import read_journal
 from crawlcycle.settings import Settings, load_settings, write_toml
 from tests.faultserver import (
@@ -55,10 +55,10 @@ def run(urls: list[str], settings: Settings, out: Path, state: dict | None = Non
     result = fetch_urls(urls, settings, out, hosts=list(state.get("hosts", {}).values()),
                         robots=list(state.get("robots", {}).values()), **kwargs)
     log = pq.read_table(result.fetch_log)
-    assert log.schema.equals(FETCH_LOG_SCHEMA)
+    assert log.schema.equals(shard_files.FETCH_OUTPUTS[shard_files.FETCH_LOG])
     rows = log.to_pylist()
     assert [r["url"] for r in rows] == list(dict.fromkeys(urls))  # one row per input URL, in order
-    assert all(r["outcome"] in OUTCOMES for r in rows)
+    assert all(r["outcome"] in shard_files.OUTCOMES for r in rows)
     requests = pq.read_table(result.requests).to_pylist()
     stored = {"hosts": {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()},
               "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()}}

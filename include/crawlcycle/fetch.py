@@ -46,8 +46,6 @@ from crawlcycle.robots import RobotsRules, origin_of
 from crawlcycle.settings import Settings
 from crawlcycle.sitemaps import read_sitemap
 
-OUTCOMES = shard_files.OUTCOMES
-FETCH_LOG_SCHEMA = shard_files.FETCH_OUTPUTS[shard_files.FETCH_LOG]
 # Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
 # truncated, still fetched) leave it to the status.
 _ERROR_OUTCOME = {
@@ -62,7 +60,6 @@ _ERROR_OUTCOME = {
     "ssrf_blocked": "gone", "bad_scheme": "gone", "bad_redirect": "gone", "redirect_loop": "gone",
     "too_many_redirects": "gone", "bad_encoding": "gone",
 }
-ERROR_CLASSES = (*_ERROR_OUTCOME, "http_error", "too_large")
 _REDIRECTS = (301, 302, 303, 307, 308)
 _TRANSIENT = ("timeout", "connection", "dns")
 _ROBOTS_REDIRECTS = 5  # RFC 9309: follow at least five

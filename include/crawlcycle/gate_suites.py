@@ -15,12 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from crawlcycle import shard_files
 from crawlcycle.settings import Settings
 
 STAGES = ("fetch", "parse", "update", "materialize")
-# Outcomes of the URL state model, and the states still to fetch.
-OUTCOMES = ["fetched", "redirected_permanent", "redirected_temporary", "gone", "retry_pending", "deferred",
-            "disallowed"]
+# The states still to fetch (the outcomes a fetch leaves are shard_files.OUTCOMES).
 OPEN_STATES = ["unfetched", "retry_pending", "deferred"]
 MEDIA_TYPE = r"^[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*$"  # bare and lower case: no parameters
 
@@ -49,7 +48,7 @@ def suites(settings: Settings) -> dict[str, list[Check]]:
             c("status_known", "fetch_log", "ExpectColumnValuesToBeBetween", "HTTP status in 100..599",
               column="status", min_value=100, max_value=599),
             c("outcome_known", "fetch_log", "ExpectColumnValuesToBeInSet", "outcome is a URL state",
-              column="outcome", value_set=OUTCOMES),
+              column="outcome", value_set=list(shard_files.OUTCOMES)),
             c("failure_explained", "fetch_log", "ExpectColumnValuesToBeInSet",
               "a row without a status carries an error class", column="explained", value_set=[True]),
             c("content_type_known", "fetch_log", "ExpectColumnValuesToMatchRegex",
