@@ -6,7 +6,6 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
 from crawlcycle import shard_files
 from crawlcycle.canonical import host_of
@@ -18,17 +17,14 @@ PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description",
                 "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
 
 
-def _read(dirs: list[Path], name: str, shard_column: bool = False, schema: pa.Schema | None = None) -> pl.DataFrame:
-    """The rows of file ``name`` of every shard; with ``schema``, an empty frame of it when there are none."""
+def _read(dirs: list[Path], name: str, shard_column: bool = False) -> pl.DataFrame:
     frames = []
     for d in dirs:
         df = pl.read_parquet(d / name)
         if shard_column:
             df = df.with_columns(shard=pl.lit(shard_index(d), dtype=pl.Int32))
         frames.append(df)
-    if frames:
-        return pl.concat(frames, how="diagonal_relaxed")
-    return pl.from_arrow(schema.empty_table()) if schema is not None else pl.DataFrame()
+    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
 
 
 def shard_index(shard_dir: Path) -> int:
@@ -84,10 +80,9 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
             con.register("s_fetch_log", fetch_log)
             for table, name in (("s_requests", shard_files.REQUESTS), ("s_hosts", shard_files.HOSTS),
                                 ("s_robots", shard_files.ROBOTS), ("s_sitemaps", shard_files.SITEMAPS)):
-                con.register(table, _read(dirs, name, schema=shard_files.FETCH_OUTPUTS[name]))
+                con.register(table, _read(dirs, name))
             run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
-            sitemap_urls = _read(dirs, shard_files.SITEMAP_URLS,
-                                 schema=shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS])
+            sitemap_urls = _read(dirs, shard_files.SITEMAP_URLS)
             fetched = mark_stored_duplicates(con, pages.filter(pl.col("status").is_between(200, 299))
                                              .select(PAGE_COLUMNS)).with_columns(
                 host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
