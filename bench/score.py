@@ -8,8 +8,8 @@ after its update stage. Sizes at scale 1 (``--scale`` multiplies them): 1,000,00
 50,000-word vocabulary with Zipf frequencies; link targets follow a power law; anchors mostly repeat words of the
 URL they point at.
 
-History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram index and the ranker
-index of refit C-1, in-links and PageRank, plus synthetic top-10 results of C-1 and improvement history. Then
+History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
+indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of C-1 and improvement history. Then
 cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs), and the
 stages of cycle C run with policy hybrid, each in its own process as Airflow runs them; each reports its wall
 time and its process's peak RSS.
@@ -41,7 +41,7 @@ from pathlib import Path
 
 import duckdb
 
-from crawlcycle import cycle, ngram_index, quality, ranker, refit, shard_storage
+from crawlcycle import cycle, evidence_index, ngram_index, quality, ranker, refit, shard_storage
 from crawlcycle.cycle import CYCLE_STAGES
 from crawlcycle.db import connect, migrate
 from crawlcycle.settings import Settings, load_settings
@@ -187,6 +187,8 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
 
     grams = ngram_index.update(con, settings, c - 1)
     say(f"history: n-gram index {grams}")
+    evidence = evidence_index.update(con, c - 1)
+    say(f"history: evidence index {evidence}")
     indexed = ranker.index_pages(con, c - 1)
     say(f"history: ranker index {indexed}")
     graph = refit.refit_link_graph(con, c - 1)

@@ -83,6 +83,7 @@ def test_crawl_page_in_the_airflow_ui(demo_web: DemoWeb, demo_server: int, tmp_p
                 assert _texts(frame, "cycles", "fetched") == [str(c[1]) for c in cycles]
                 assert _texts(frame, "cycles", "errors") == [str(c[2]) for c in cycles]
                 assert _texts(frame, "cycles", "new_urls") == [str(c[3]) for c in cycles]
+                assert _texts(frame, "engagement", "cycle") == [str(c[0]) for c in cycles]
                 assert frame.locator('[data-card="errors"] b').inner_text() == str(errors[0][0])
                 assert _texts(frame, "batch", "url") == [b[0] for b in batch]
                 shown = [float(v) for v in _texts(frame, "batch", "priority")]

@@ -113,6 +113,24 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
     assert _has(doc, "no-simulation")
 
 
+def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None:
+    figures = ("needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
+               "batch_query_mass")
+    rows = _q(crawled, f"SELECT cycle, {', '.join(figures)} FROM v_cycle_summary ORDER BY cycle")
+    assert rows and all(v is not None for r in rows for v in r)  # two hybrid cycles: every figure is there
+    exported = crawl_views.load_snapshot(crawled)["tables"]["cycles"]
+    assert [tuple(c[k] for k in ("cycle", *figures)) for c in exported] == rows
+    doc = lxml.html.fromstring(crawl_views.page(crawled))
+    assert _cells(doc, "engagement", "cycle") == [str(r[0]) for r in rows]
+    for i, col in enumerate(figures[:3], 1):
+        assert _cells(doc, "engagement", col) == [str(r[i]) for r in rows], col
+    for i, col in enumerate(figures[3:], 4):  # shares in per cent
+        assert [float(v) for v in _cells(doc, "engagement", col)] == pytest.approx([100 * r[i] for r in rows],
+                                                                                   abs=0.051), col
+    # a snapshot written before the figures existed shows dashes
+    assert set(crawl_views.engagement_row({"cycle": 1, "policy": "bfs"}).values()) == {1, "bfs", None}
+
+
 def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.DataFrame]:
     """Simulator outputs for ``policies`` (the simulator's own curve and summary of a made-up fetch order)."""
     pages = pl.DataFrame({"url": [f"http://a.test/{i}" for i in range(20)],

@@ -54,7 +54,8 @@ def test_needy_queries_favour_improvable_tail_queries_once_fitted(settings: Sett
         con.execute("INSERT INTO query_log (partition, query, frequency) VALUES (?, 'head query', 100), "
                     "(?, 'tail query', 30)", [day, day])
         con.execute("INSERT INTO query_results VALUES (3, 'head query', 1, 'http://a.test/x', 9.0, 'reference')")
-        s = settings.__class__(**{**settings.__dict__, "needy_share": 1.0})
+        # policy bfs: no frontier here, and only hybrid passes over queries without frontier candidates
+        s = settings.__class__(**{**settings.__dict__, "needy_share": 1.0, "policy": "bfs"})
         assert select_needy(con, s, 3, day)["query"].to_list() == ["head query", "tail query"]  # by frequency
         _history(con, [(2, f"q{x}", float(x), 8 // 2 ** x) for x in range(4)])
         improvability.fit(con, 2)
@@ -73,5 +74,6 @@ def test_improvability_never_exceeds_k_new_results(settings: Settings) -> None:
         # a curve rising with the score: 2^9 = 512 new results predicted at score 9, more than K can hold
         _history(con, [(2, f"q{x}", float(x), 2 ** x) for x in range(4)])
         improvability.fit(con, 2)
-        needy = select_needy(con, settings.__class__(**{**settings.__dict__, "needy_share": 1.0}), 3, day)
+        needy = select_needy(con, settings.__class__(**{**settings.__dict__, "needy_share": 1.0, "policy": "bfs"}),
+                             3, day)
     assert needy["improvability"].to_list() == [settings.top_k]

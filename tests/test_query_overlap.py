@@ -59,6 +59,8 @@ def test_q_overlap_sums_the_frequency_of_the_queries_a_page_matches(state: Setti
     scores = score(state, "q_overlap")
     assert {u: p for u, (p, _) in scores.items()} == {SPORTS: 1000.0, TAIL: 3.0, HUB: 0.0, PLAIN: 0.0}
     assert scores[SPORTS][1]["queries"] == ["football scores"]
+    # the priority is all query part: both engagement keys are the overlap
+    assert all(parts["query_impact"] == parts["query_priority"] == p for p, parts in scores.values())
     # "league" is one of the three n-grams of "league goal": at rho = 0.3 that page matches with a third of them
     partial = score(replace(state, match_share=0.3), "q_overlap")
     assert {u: p for u, (p, _) in partial.items()} == {SPORTS: 1000.0, TAIL: 3.0, HUB: 0.0,
@@ -79,6 +81,11 @@ def test_q_hybrid_adds_a_pagerank_tree_to_the_overlap(state: Settings) -> None: 
     for url, (priority, parts) in scores.items():
         expected = 0.9 * parts["overlap"] / 1000.0 + 0.1 * (prestige[url] / top_prestige if top_prestige else 0)
         assert priority == pytest.approx(expected, abs=1e-9)
+        # engagement keys: the overlap, and the weighted query part (the rest of the priority is prestige's)
+        assert parts["query_impact"] == parts["overlap"]
+        assert parts["query_priority"] == pytest.approx(0.9 * parts["overlap"] / 1000.0, abs=1e-12)
+        assert priority - parts["query_priority"] == pytest.approx(
+            0.1 * (prestige[url] / top_prestige if top_prestige else 0), abs=1e-9)
 
 
 def test_ml_cross_validates_a_tree_over_the_other_scores(state: Settings) -> None:  # noqa: F811
@@ -90,7 +97,9 @@ def test_ml_cross_validates_a_tree_over_the_other_scores(state: Settings) -> Non
     assert fit["pages"] == 31 and fit["folds"] == FOLDS and len(fit["cv_r2_folds"]) == FOLDS
     assert set(fit["importances"]) == set(FEATURES) and sum(fit["importances"].values()) == pytest.approx(1.0)
     assert {k: fit["best_params"][k] in GRID[k] for k in GRID} == {k: True for k in GRID}
-    assert set(scores[SPORTS][1]) == {"predicted", *FEATURES}
+    # a tree's prediction does not split into parts: the query signal is there, no query part of the priority
+    assert set(scores[SPORTS][1]) == {"predicted", *FEATURES, "query_impact"}
+    assert all(parts["query_impact"] == parts["overlap"] for _, parts in scores.values())
     ranked = [u for u in sorted(scores, key=lambda u: (-scores[u][0], u)) if (u,) in batch]
     assert batch and [u for (u,) in batch] == ranked
 
@@ -104,3 +113,11 @@ def test_ml_falls_back_to_q_hybrid_without_enough_crawled_pages(state: Settings)
     assert sorted(scores, key=lambda u: -scores[u][0]) == sorted(hybrid, key=lambda u: -hybrid[u][0])
     assert {u: scores[u][1]["predicted"] for u in scores} == {u: pytest.approx(hybrid[u][0], abs=1e-8)
                                                               for u in hybrid}
+    # ordered by q_hybrid, the priority's query part is q_hybrid's, scaled as the priority is
+    top = max(h for h, _ in hybrid.values())
+    for url, (priority, parts) in scores.items():
+        assert parts["query_impact"] == parts["overlap"] == hybrid[url][1]["overlap"]
+        assert parts["query_priority"] == pytest.approx(hybrid[url][1]["query_priority"] * priority / hybrid[url][0]
+                                                        if hybrid[url][0] else 0.0, abs=1e-9)
+        assert parts["query_priority"] == pytest.approx(hybrid[url][1]["query_priority"] * (1 / top + 1e-6),
+                                                        abs=1e-9)

@@ -15,7 +15,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
 from crawlcycle.settings import POLICIES, Settings, load_settings
-from crawlcycle.simulator import BUDGETS, simulate
+from crawlcycle.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
 from tests.conftest import USER_AGENT
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -117,6 +117,22 @@ def test_curve_and_summary(two_policies: tuple[Path, dict], policy: str) -> None
             assert values["pct_of_ideal"] == pytest.approx(row[f"policy{suffix}"] / row[f"ideal{suffix}"])
     assert summary["seconds"] > 0
     assert (out / policy / "curve.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_summary_holds_each_cycle_s_query_engagement(two_policies: tuple[Path, dict]) -> None:
+    out, summaries = two_policies
+    for policy in ("bfs", "hybrid"):
+        engagement = json.loads((out / policy / "summary.json").read_text())["engagement"]
+        with duckdb.connect(str(out / policy / "work" / "crawl.duckdb"), read_only=True) as con:
+            rows = con.sql(f"SELECT cycle, {', '.join(ENGAGEMENT)} FROM v_cycle_summary ORDER BY cycle").pl()
+        assert engagement["cycles"] == rows.to_dicts() and rows["cycle"].to_list() == [1, 2, 3]
+        # three cycles: the means from cycle 3 on are cycle 3's figures
+        assert engagement["mean_from_cycle_3"] == {k: v for k, v in engagement["cycles"][2].items() if k != "cycle"}
+    hybrid = summaries["hybrid"]["engagement"]["cycles"]
+    assert all(c[k] is not None for c in hybrid for k in ENGAGEMENT)
+    assert all(c[k] is None for c in summaries["bfs"]["engagement"]["cycles"] for k in ENGAGEMENT[1:])
+    assert "batch query share" in engagement_text(summaries["hybrid"])
+    assert engagement_text(summaries["bfs"]).endswith("batch query share n/a, mass n/a (means of cycles>=3)")
 
 
 def test_policy_all_runs_every_policy_and_draws_them_together(inputs: dict[str, Path], tmp_path: Path,

@@ -233,6 +233,12 @@ _CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("policy",
                   ("batch_size", "batch"), ("fetched", "fetched"), ("errors", "errors"), ("new_urls", "new URLs"),
                   ("pages_total", "pages"), ("frontier_open", "frontier open"), ("next_batch", "next batch"),
                   ("seconds", "seconds"), ("gate_failures", "gate failures")]
+# Whether the query-driven part of each cycle's policy engaged; shares shown in per cent.
+_ENGAGEMENT_COLUMNS = [("cycle", "cycle"), ("policy", "policy"), ("needy_queries", "needy queries"),
+                       ("needy_with_candidates", "with frontier candidates"),
+                       ("sketch_frontier_pages", "frontier pages in sketches"),
+                       ("batch_query_share", "next batch: % of URLs with query impact"),
+                       ("batch_query_mass", "next batch: % of priority from queries")]
 _HOST_COLUMNS = [("host", "host"), ("robots", "robots.txt per origin"), ("crawl_delay", "crawl-delay"),
                  ("delay", "delay s"), ("last_response_ms", "last ms"), ("consecutive_errors", "errors in a row"),
                  ("backoff_until", "backed off until"), ("fetches", "fetches"), ("errors", "errors"),
@@ -275,6 +281,12 @@ def render(snapshot: dict | None, simulation: Simulation | None) -> str:
             f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
 
 
+def engagement_row(c: dict) -> dict:
+    """A cycle's engagement figures as the page shows them: shares in per cent (one decimal)."""
+    pct = {k: None if c.get(k) is None else round(100 * c[k], 1) for k in ("batch_query_share", "batch_query_mass")}
+    return {**{k: c.get(k) for k, _ in _ENGAGEMENT_COLUMNS}, **pct}
+
+
 def _crawl_sections(snapshot: dict) -> list[str]:
     t = snapshot["tables"]
     cycle = snapshot["cycle"]
@@ -293,6 +305,11 @@ def _crawl_sections(snapshot: dict) -> list[str]:
            f'<div class="cards" id="latest">{card_html}</div>',
            "<h2>Cycles</h2>", _cycles_plot(t["cycles"], t["fetch_errors"]),
            _table("cycles", _CYCLE_COLUMNS, t["cycles"], key="cycle"),
+           "<h3>Query engagement</h3><p>Whether the query-driven part of each cycle's policy engaged: its needy "
+           "queries, those with frontier candidates when they were chosen, the frontier pages their sketches hold, "
+           "and in the batch the cycle chose the URLs with query-based impact and the priority that came from "
+           "queries; – where the policy has no such part.</p>",
+           _table("engagement", _ENGAGEMENT_COLUMNS, [engagement_row(c) for c in t["cycles"]], key="cycle"),
            "<h3>Fetch errors by class</h3>",
            _table("fetch-errors", [("cycle", "cycle"), ("error_class", "class"), ("urls", "URLs")], t["fetch_errors"]),
            "<h3>Quality gates</h3>",

@@ -21,6 +21,7 @@ import duckdb
 import polars as pl
 
 from crawlcycle import (
+    evidence_index,
     improvability,
     ngram_index,
     policies,
@@ -228,20 +229,22 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
 
 
 def refit_models(settings: Settings, cycle: int) -> dict:
-    """Link measures and the n-gram index; the reference ranker's index and top-K (its prior reads the new
+    """Link measures, the n-gram and evidence indexes; the reference ranker's index and top-K (its prior reads the new
     PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
     history; the S' model and the prestige regression."""
     with connect(settings) as con, timed(con, cycle, "refit"):
         graph = refit.refit_link_graph(con, cycle)
         grams = ngram_index.update(con, settings, cycle)
+        evidence = evidence_index.update(con, cycle)
         indexed = ranker.index_pages(con, cycle)
         ranked = ranker.rank_queries(con, settings, cycle)
         improvability.measure(con, cycle)
         fit = improvability.fit(con, cycle)
         s_prime = score_model.fit(con, settings, cycle)
         prestige_fit = prestige.fit(con, settings, cycle)
-        return {**graph, **grams, **indexed, "query_results": ranked, "improvability_slope": fit.get("slope"),
-                "s_prime_mae": s_prime.get("validation_mae"), "prestige_r2": prestige_fit.get("r2")}
+        return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
+                "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
+                "prestige_r2": prestige_fit.get("r2")}
 
 
 def select_needy(settings: Settings, cycle: int) -> int:

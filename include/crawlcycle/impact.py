@@ -1,7 +1,8 @@
 """Query-based impact of frontier pages, from the sketches of the cycle's needy queries.
 
-For each needy query: the frontier pages eligible for the next batch that match it in the n-gram index
-(``ngram_index.match`` at rho = ``match_share``) get their S' (``score_model``); with the query's crawled top K
+For each needy query: the frontier pages eligible for the next batch that match it (``match_mode``: its evidence
+candidates, ``evidence_index``, or the pages holding rho = ``match_share`` of its n-grams, ``ngram_index.match``)
+get their S' (``score_model``, plus ``sketch_optimism`` validation RMSEs); with the query's crawled top K
 (S, from ``query_results``) they form the candidates, and the best K by score are the query's sketch (table
 ``sketches``). A frontier page's query-based impact is the summed frequency of the needy queries whose sketch
 holds it (temp table ``s_impact``, read by ``sql/policies/hybrid.sql``).
@@ -23,7 +24,10 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     queries = score_model.stage_queries(needy)
     run_sql(con, "impact/frontier_scope")
     matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share)
-    frontier = (matched.with_columns(score=score_model.predict(con, cycle, matched))
+    # S' regresses towards the mean: ``sketch_optimism`` RMSEs more let a page that may well beat the query's
+    # crawled results compete as such
+    margin = settings.sketch_optimism * score_model.error(con, cycle)
+    frontier = (matched.with_columns(score=score_model.predict(con, cycle, matched) + margin)
                 .join(queries.select("qid", "query"), on="qid")
                 .select("query", "url", "score", crawled=pl.lit(False)))
     crawled = con.sql("SELECT r.query, r.url, r.score, true AS crawled FROM query_results r "

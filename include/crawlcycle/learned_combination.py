@@ -81,4 +81,5 @@ def stage_ml(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> 
                     "FROM s_scored")
     finally:
         con.unregister("s_scored")
-    return {}
+    # ml.sql: the query part of the priority while it is q_hybrid's (no tree fitted)
+    return {"query_weight": settings.hybrid_query_weight, "tie_break": TIE_BREAK, "tree": "reason" not in metrics}

@@ -3,6 +3,11 @@
 neediness(q) = f(q) x improvability(q), improvability predicted from the average score of the query's
 current top K (see ``improvability``). Until a fit exists, every query gets the ``improvability_prior``
 setting, so neediness orders queries by frequency.
+
+``needy_share`` of the partition's queries are kept (at least ``needy_min``, at most ``needy_max``). For the
+policy that uses them (``hybrid``), queries are taken in order of neediness but one without any frontier
+candidate (no eligible page matches it: ``score_model.pair_features``'s matching) is skipped for the next, so
+the needy budget goes to queries the next batch can serve; ``needy_queries.candidates`` records how many each had.
 """
 
 from __future__ import annotations
@@ -13,27 +18,66 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query
+from crawlcycle import evidence_index, ngram_index, score_model
+from crawlcycle.db import query, run_sql
 from crawlcycle.improvability import latest_fit
 from crawlcycle.settings import Settings
+
+LOOKAHEAD = 2  # queries checked for candidates per needy query still wanted, per round
+
+
+def needy_count(settings: Settings, queries: int) -> int:
+    """How many needy queries a partition of ``queries`` queries gets."""
+    return min(queries, settings.needy_max, max(settings.needy_min, math.ceil(settings.needy_share * queries)))
+
+
+def candidate_counts(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, queries: list[str]) -> pl.Series:
+    """Eligible frontier pages matching each of ``queries`` (normalised), in that order; needs temp table s_scope."""
+    staged = score_model.stage_queries(queries)
+    if settings.match_mode == "evidence":
+        found = evidence_index.candidates(con, settings, cycle, staged.select("qid", "query"))
+    else:
+        found = ngram_index.match(con, settings, staged.select("qid", "query"), settings.match_share)
+    counts = staged.join(found.group_by("qid").len(), on="qid", how="left").select("query", "len")
+    by_query = dict(zip(counts["query"], counts["len"].fill_null(0), strict=True))
+    return pl.Series("candidates", [by_query[q] for q in queries], dtype=pl.Int32)
 
 
 def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, partition: date) -> pl.DataFrame:
     """Replace and return the needy queries of ``cycle`` drawn from query-log ``partition``."""
     queries = query(con, "stages/needy_candidates", cycle=cycle, partition=partition)
-    keep = min(settings.needy_max, math.ceil(settings.needy_share * queries.height))
+    keep = needy_count(settings, queries.height)
     fitted = latest_fit(con, cycle)
     # at most K of a query's results can be new: the curve is capped there where it extrapolates upwards
     improvability = (fitted.predict(pl.col("avg_score")).clip(upper_bound=settings.top_k) if fitted
                      else pl.lit(settings.improvability_prior))
-    needy = (queries.with_columns(improvability=improvability.cast(pl.Float64))
-             .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
-             .sort(["neediness", "query"], descending=[True, False])
-             .head(keep)
-             .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
+    ranked = (queries.with_columns(improvability=improvability.cast(pl.Float64))
+              .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
+              .sort(["neediness", "query"], descending=[True, False]))
+    if settings.policy == "hybrid":
+        needy = _servable(con, settings, cycle, ranked, keep)
+    else:
+        needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
+    needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
     con.execute("DELETE FROM needy_queries WHERE cycle = ?", [cycle])
     con.register("s_needy", needy)
-    con.execute("INSERT INTO needy_queries SELECT ?, query, frequency, improvability, neediness, rank FROM s_needy",
-                [cycle])
+    con.execute("INSERT INTO needy_queries (cycle, query, frequency, improvability, neediness, rank, candidates) "
+                "SELECT ?, query, frequency, improvability, neediness, rank, candidates FROM s_needy", [cycle])
     con.unregister("s_needy")
     return needy
+
+
+def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ranked: pl.DataFrame,
+              keep: int) -> pl.DataFrame:
+    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts."""
+    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+    run_sql(con, "impact/frontier_scope")
+    checked: list[pl.DataFrame] = []
+    found = start = 0
+    while found < keep and start < ranked.height:
+        window = ranked.slice(start, max(LOOKAHEAD * (keep - found), 1))
+        window = window.with_columns(candidates=candidate_counts(con, settings, cycle, window["query"].to_list()))
+        checked.append(window.filter(pl.col("candidates") > 0))
+        found += checked[-1].height
+        start += window.height
+    return pl.concat(checked).head(keep) if checked else ranked.head(0).with_columns(candidates=pl.lit(0, pl.Int32))

@@ -73,6 +73,10 @@ def match(con: duckdb.DuckDBPyConnection, settings: Settings, queries: pl.DataFr
     Only n-grams on at most ``max_df`` URLs propose pages: a sample for training, not for sketches."""
     con.register("s_query_grams", ngrams(queries, "qid", "query", settings.ngram_max))
     try:
-        return query(con, "impact/match", share=share, per_query=per_query, max_df=max_df)
+        run_sql(con, "impact/match_candidates", share=share, max_df=max_df)
+        con.register("s_shares", query(con, "impact/ngram_shares"))
+        con.execute("DROP TABLE s_candidates")
+        return query(con, "impact/match", share=share, per_query=per_query)
     finally:
         con.unregister("s_query_grams")
+        con.unregister("s_shares")

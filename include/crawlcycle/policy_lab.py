@@ -39,9 +39,10 @@ def html_pages(warc: Path) -> dict[str, list[str]]:
     return {host: sorted(urls) for host, urls in sorted(pages.items())}
 
 
-def seed_set(pages: dict[str, list[str]], run: int, home: str) -> list[str]:
-    """The seeds of run ``run``: each host's home page (its shortest URL ending in ``home``) for run 0; for
-    run r > 0 a page of that host drawn by ``random.Random(r)``. Hosts without a home page get no seed."""
+def seed_set(pages: dict[str, list[str]], run: int, home: str | tuple[str, ...]) -> list[str]:
+    """The seeds of run ``run``: each host's home page (its shortest URL ending in ``home``, or in one of the
+    endings ``home`` lists) for run 0; for run r > 0 a page of that host drawn by ``random.Random(r)``. Hosts
+    without a home page get no seed."""
     homes = {host: min((u for u in urls if u.endswith(home)), key=len, default=None) for host, urls in pages.items()}
     hosts = sorted(h for h, u in homes.items() if u)
     if run == 0:
@@ -144,7 +145,8 @@ def late_gain(curve: pl.DataFrame, judge: str = "reference") -> float:
 
 def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, float]]) -> list[str]:
     """The four findings of the papers, judged on the means over ``runs`` by each judge; ``gains`` is, per judge
-    and policy, the mean ``late_gain`` over the runs' curves."""
+    and policy, the mean ``late_gain`` over the runs' curves. A finding whose policies were not all run is
+    left out, and a last line names it."""
     pct, pcs = aggregate(runs), aggregate(runs, "p_cs")
     # judged at the largest budget every policy reached in some run (a short run leaves the larger ones empty)
     reached = [budget_label(b) for b in BUDGETS if all(pct[p][j][budget_label(b)] for p in pct for j in JUDGES)]
@@ -164,17 +166,29 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
         return "; ".join(f"{j}: " + ", ".join(f"{p} {v[p]:.{digits}f}" for p in (first, *others))
                          + f": {verdict(v[first] > max(v[o] for o in others))}" for j, v in values.items())
 
-    return [
-        f"- **hybrid beats pagerank and indegree** ({name}, % of ideal at {b1}, {runs_note}): "
-        f"{beats(late, 'hybrid', ('pagerank', 'indegree'), 1)}.",
-        f"- **q_overlap leads early, then dries up** (% of ideal at {b0}, {runs_note}; early lead over pagerank): "
-        + "; ".join(f"{j}: q_overlap {v['q_overlap']:.1f}, pagerank {v['pagerank']:.1f}, hybrid {v['hybrid']:.1f}: "
-                    f"{verdict(v['q_overlap'] > v['pagerank'])}" for j, v in early.items())
-        + ". Drying up (gains less impact share than pagerank and hybrid in the second half of the run): "
-        + "; ".join(f"{j}: q_overlap {g['q_overlap']:.3f}, pagerank {g['pagerank']:.3f}, hybrid {g['hybrid']:.3f}: "
-                    f"{verdict(g['q_overlap'] < min(g['pagerank'], g['hybrid']))}" for j, g in gains.items()) + ".",
-        f"- **rw_eg beats rw and pagerank** (% of ideal at {b1}, {runs_note}): "
-        f"{beats(late, 'rw_eg', ('rw', 'pagerank'), 1)}.",
-        f"- **PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering** (Cho's P_CS at "
-        f"{b1}, {runs_note}): {beats(cho, 'pagerank', ('bfs', 'indegree'), 2)}.",
+    # each finding: (its title, the policies it compares, its line); a line is built only if they were all run
+    found = [
+        ("hybrid beats pagerank and indegree", ("hybrid", "pagerank", "indegree"), lambda: (
+            f"- **hybrid beats pagerank and indegree** ({name}, % of ideal at {b1}, {runs_note}): "
+            f"{beats(late, 'hybrid', ('pagerank', 'indegree'), 1)}.")),
+        ("q_overlap leads early, then dries up", ("q_overlap", "pagerank", "hybrid"), lambda: (
+            f"- **q_overlap leads early, then dries up** (% of ideal at {b0}, {runs_note}; early lead over pagerank): "
+            + "; ".join(f"{j}: q_overlap {v['q_overlap']:.1f}, pagerank {v['pagerank']:.1f}, "
+                        f"hybrid {v['hybrid']:.1f}: {verdict(v['q_overlap'] > v['pagerank'])}"
+                        for j, v in early.items())
+            + ". Drying up (gains less impact share than pagerank and hybrid in the second half of the run): "
+            + "; ".join(f"{j}: q_overlap {g['q_overlap']:.3f}, pagerank {g['pagerank']:.3f}, "
+                        f"hybrid {g['hybrid']:.3f}: {verdict(g['q_overlap'] < min(g['pagerank'], g['hybrid']))}"
+                        for j, g in gains.items()) + ".")),
+        ("rw_eg beats rw and pagerank", ("rw_eg", "rw", "pagerank"), lambda: (
+            f"- **rw_eg beats rw and pagerank** (% of ideal at {b1}, {runs_note}): "
+            f"{beats(late, 'rw_eg', ('rw', 'pagerank'), 1)}.")),
+        ("PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering",
+         ("pagerank", "bfs", "indegree"), lambda: (
+            f"- **PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering** (Cho's P_CS "
+            f"at {b1}, {runs_note}): {beats(cho, 'pagerank', ('bfs', 'indegree'), 2)}.")),
     ]
+    lines = [line() for _, needs, line in found if set(needs) <= set(pct)]
+    if skipped := [title for title, needs, _ in found if not set(needs) <= set(pct)]:
+        lines.append(f"- not judged on {name} (their policies were not all run): " + "; ".join(skipped) + ".")
+    return lines

@@ -80,14 +80,14 @@ def scored_pages(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
 
 
 def _stage(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, prestige: bool) -> dict[str, object]:
-    """Score the eligible frontier into temp table ``s_query_overlap`` for the policy SQL."""
+    """Score the eligible frontier into temp table ``s_query_overlap`` for the policy SQL; return its parameters."""
     run_sql(con, "impact/frontier_scope")
     con.register("s_scored", scored_pages(con, settings, cycle, prestige))
     try:
         con.execute("CREATE OR REPLACE TEMP TABLE s_query_overlap AS SELECT * FROM s_scored")
     finally:
         con.unregister("s_scored")
-    return {}
+    return {"query_weight": settings.hybrid_query_weight}  # q_hybrid.sql: the query part of the priority
 
 
 def stage_q_overlap(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, object]:

@@ -133,6 +133,20 @@ def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: lis
         con.unregister("s_pairs")
 
 
+def inherited_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
+                     candidates: pl.DataFrame) -> pl.DataFrame:
+    """Inherited relevance of ``candidates`` (qid, seq), qid indexing ``queries`` (normalised, distinct, sorted):
+    (qid, seq, inherited_max, inherited_mean, crawled_linkers), S of the crawled pages linking to each page."""
+    if sorted(set(queries)) != queries:
+        raise ValueError("inherited_scores needs distinct queries in sorted order (qid = position)")
+    con.register("s_candidates", candidates.select(pl.col("qid").cast(pl.UInt32), "seq"))
+    try:
+        with _weights(con, settings, queries):
+            return query(con, "evidence/inherited")
+    finally:
+        con.unregister("s_candidates")
+
+
 def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -> dict[str, float]:
     """Score of every indexed page holding a term of query ``text``, best first."""
     with _weights(con, settings, [normalize_query(text)]):

@@ -11,6 +11,23 @@ from crawlcycle.settings import Settings
 
 COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
            "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
+# Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; README, "cycles").
+ENGAGEMENT = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
+              "batch_query_mass"]
+
+
+def engagement_text(row: dict) -> str:
+    """A cycle's engagement figures in words; "–" where its policy gives none."""
+    def count(value: int | None) -> str:
+        return "–" if value is None else str(value)
+
+    def share(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.1f} %"
+
+    return (f"needy queries {count(row['needy_queries'])}, with frontier candidates "
+            f"{count(row['needy_with_candidates'])}, frontier pages in sketches {count(row['sketch_frontier_pages'])}, "
+            f"next batch: URLs with query impact {share(row['batch_query_share'])}, priority mass from queries "
+            f"{share(row['batch_query_mass'])}")
 
 
 def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> str:
@@ -29,8 +46,8 @@ def cycle_summary(settings: Settings) -> pl.DataFrame:
     parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
     timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
     gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
-    return summary.select(COLUMNS).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String),
-                                                gates=pl.Series(gates, dtype=pl.String))
+    return summary.select(COLUMNS + ENGAGEMENT).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String),
+                                                             gates=pl.Series(gates, dtype=pl.String))
 
 
 def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -53,10 +70,11 @@ def print_report(settings: Settings) -> None:
     needy, batch = steering(settings)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True, fmt_str_lengths=80):
-        print(df.drop("stage_seconds", "gates"))
+        print(df.drop("stage_seconds", "gates", *ENGAGEMENT))
         for row in df.iter_rows(named=True):
             print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
             print(f"cycle {row['cycle']} quality gates: {row['gates']}")
+            print(f"cycle {row['cycle']} query engagement ({row['policy']}): {engagement_text(row)}")
         print(f"needy queries of cycle {df['cycle'][-1]} (v_needy_queries):")
         print(needy)
         print("head of the next batch and why (v_batch_explain):")

@@ -22,6 +22,10 @@ POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw
 NORMALIZATIONS = ("max", "rank")
 IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")
+# Fields of the frontier evidence index: the URL's tokens, anchor texts pointing at it, the words around those
+# anchors, and the titles of the crawled pages holding them.
+EVIDENCE_FIELDS = ("url", "anchor", "context", "title")
+MATCH_MODES = ("evidence", "ngram")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
 
@@ -110,8 +114,9 @@ class Settings:
                           "so identical bytes are parsed once (the simulator sets it; empty = off)")
     # ranking
     top_k: int = _s(10, "K: results per query that count as shown")
-    needy_share: float = _s(0.007, "share of the partition's queries kept as needy (top by neediness)")
+    needy_share: float = _s(0.05, "share of the partition's queries kept as needy (top by neediness)")
     needy_max: int = _s(1000, "most needy queries per cycle")
+    needy_min: int = _s(50, "fewest needy queries per cycle (when the partition has that many with candidates)")
     improvability_prior: float = _s(1.0, "improvability of every query until a fit exists")
     bm25_k1: float = _s(1.2, "BM25F term-frequency saturation k1 of the reference ranker")
     bm25_weights: str = _s("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url")
@@ -119,9 +124,20 @@ class Settings:
     prestige_weight: float = _s(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)")
     bm25_depth: int = _s(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)")
     # impact-driven ordering (policy hybrid)
+    match_mode: str = _s("evidence", "how needy queries find frontier pages: evidence (BM25 over URL tokens, anchors, "
+                         "anchor context and linking pages' titles, plus out-links of the query's results) or ngram "
+                         "(Pandey & Olston: the page holds match_share of the query's word n-grams)")
+    sketch_candidates: int = _s(20, "match_mode evidence: frontier pages a needy query takes by BM25 over their "
+                                "evidence, and again by the score of the query's results linking to them")
+    sketch_optimism: float = _s(1.0, "S' validation RMSEs added to a frontier page's S' before it competes with the "
+                                "query's crawled results for a sketch place (0: the point estimate)")
+    evidence_weights: str = _s("url=1,anchor=2,context=0.5,title=1", "BM25F weight per evidence field: url, "
+                               "anchor, context, title")
+    evidence_b: str = _s("url=0.5,anchor=0.5,context=0.75,title=0.75", "BM25F length normalisation b per "
+                         "evidence field (0..1)")
     ngram_max: int = _s(3, "g: word n-grams of length 1..g match needy queries to frontier URLs and anchors")
     match_share: float = _s(1.0, "rho: a frontier page matches a query holding at least this share of its n-grams")
-    s_prime_queries: int = _s(2000, "queries of the partition whose crawled matches train the S' model each cycle")
+    s_prime_queries: int = _s(600, "queries of the partition whose crawled matches train the S' model each cycle")
     hybrid_query_weight: float = _s(0.9, "weight of the normalised query-based impact in the hybrid priority")
     hybrid_prestige_weight: float = _s(0.1, "weight of the normalised prestige-based impact in the hybrid priority")
     hybrid_normalization: str = _s("max", "how both impacts are scaled to [0, 1] before mixing: max (divide by "
@@ -157,8 +173,8 @@ class Settings:
                      "max_url_length", "max_urls_per_host", "top_k", "demo_hosts", "demo_pages",
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
                      "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
-                     "ngram_max", "s_prime_queries", "gate_min_sample", "max_failed_runs", "sitemap_max_files",
-                     "sitemap_max_bytes"):
+                     "ngram_max", "s_prime_queries", "sketch_candidates", "gate_min_sample", "max_failed_runs",
+                     "sitemap_max_files", "sitemap_max_bytes"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
@@ -195,22 +211,27 @@ class Settings:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.hybrid_query_weight + self.hybrid_prestige_weight <= 0:
             bad("hybrid_query_weight", "hybrid_query_weight + hybrid_prestige_weight must be positive")
-        for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS)):
+        for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS),
+                              ("match_mode", MATCH_MODES)):
             if getattr(self, name) not in allowed:
                 bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        for name in ("needy_min", "sketch_optimism"):
+            if getattr(self, name) < 0:
+                bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.bm25_k1 <= 0:
             bad("bm25_k1", f"must be positive, got {self.bm25_k1}")
         if self.prestige_weight < 0:
             bad("prestige_weight", f"must not be negative, got {self.prestige_weight}")
-        for name, low, high in (("bm25_weights", 0, float("inf")), ("bm25_b", 0, 1)):
+        for name, low, high in (("bm25_weights", 0, float("inf")), ("bm25_b", 0, 1),
+                                ("evidence_weights", 0, float("inf")), ("evidence_b", 0, 1)):
             try:
                 values = self.field_values(name)
             except ValueError as e:
                 bad(name, str(e))
             if not all(low <= v <= high for v in values.values()):
                 bad(name, f"values must lie in [{low}, {high}], got {getattr(self, name)!r}")
-        if not any(self.field_values("bm25_weights").values()):
-            bad("bm25_weights", "at least one field needs a positive weight")
+            if name.endswith("weights") and not any(values.values()):
+                bad(name, "at least one field needs a positive weight")
         if self.policy not in POLICIES:
             bad("policy", f"unknown policy {self.policy!r}; choose one of {', '.join(POLICIES)}")
         for cidr in self.allow_networks_list():
@@ -235,7 +256,9 @@ class Settings:
         return self
 
     def field_values(self, name: str) -> dict[str, float]:
-        """The ``field=number`` pairs of setting ``name`` (bm25_weights, bm25_b): one for each of RANK_FIELDS."""
+        """The ``field=number`` pairs of setting ``name``: one for each of RANK_FIELDS (bm25_weights, bm25_b) or
+        of EVIDENCE_FIELDS (evidence_weights, evidence_b)."""
+        fields = EVIDENCE_FIELDS if name.startswith("evidence") else RANK_FIELDS
         pairs = getattr(self, name).split(",")
         values: dict[str, float] = {}
         for pair in pairs:
@@ -244,8 +267,8 @@ class Settings:
                 values[key.strip()] = float(number)
             except ValueError:
                 raise ValueError(f"{pair.strip()!r} is not FIELD=NUMBER") from None
-        if len(pairs) != len(RANK_FIELDS) or set(values) != set(RANK_FIELDS):
-            raise ValueError(f"expected one number for each of {', '.join(RANK_FIELDS)}, got {getattr(self, name)!r}")
+        if len(pairs) != len(fields) or set(values) != set(fields):
+            raise ValueError(f"expected one number for each of {', '.join(fields)}, got {getattr(self, name)!r}")
         return values
 
     def allow_networks_list(self) -> list[str]:

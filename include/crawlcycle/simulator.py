@@ -31,7 +31,12 @@ Outputs per policy (in ``<out>``, or ``<out>/<policy>/`` when several run):
   the full snapshot link graph). A fetch credits the page it ended on (the redirect target), once.
 - ``summary.json``: per budget in ``BUDGETS`` (share of the snapshot's pages) ``pct_of_ideal``, ``p_cs`` and
   ``p_st``, null when the run fetched fewer URLs than the budget (``budgets``: the reference judge;
-  ``budgets_by_judge``: each judge); plus counts, the policy's seconds and the ground truth's.
+  ``budgets_by_judge``: each judge); plus counts, the policy's seconds and the ground truth's; and ``engagement``,
+  whether the query-driven part of the policy engaged: ``cycles``, each cycle's figures of ``v_cycle_summary``
+  (``ENGAGEMENT``: needy queries, those with frontier candidates, frontier pages in sketches, the next batch's share
+  of URLs with query impact and of priority mass from queries; null where the policy has no such part), and
+  ``mean_from_cycle_3``, each figure's mean over the cycles from ``ENGAGEMENT_FROM`` on that have it (null: none),
+  once the first cycles' fits have data to learn from.
 - ``curve.png``: both impact curves. Several policies also give ``<out>/curves.png``.
 """
 
@@ -59,6 +64,11 @@ from crawlcycle.settings import Settings, with_overrides
 from crawlcycle.webserver import host_key, serve
 
 BUDGETS = (0.01, 0.05, 0.10)
+ENGAGEMENT = ("needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
+              "batch_query_mass")
+ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
+
+
 def loopback_routes(hosts: set[str], port: int) -> str:
     """A connect_to value sending every host of ``hosts``, and every other host under their top-level domains,
     to the snapshot server: a frontier URL outside the snapshot gets its 404 there, never from the internet."""
@@ -77,6 +87,34 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
             WHERE l.outcome NOT IN ('deferred', 'disallowed')
             QUALIFY row_number() OVER (PARTITION BY l.url ORDER BY l.cycle, b.rank) = 1
             ORDER BY l.cycle, b.rank""").pl()
+
+
+def engagement(settings: Settings) -> dict:
+    """Each cycle's engagement figures (``ENGAGEMENT``, from ``v_cycle_summary``) and their means from cycle
+    ``ENGAGEMENT_FROM`` on, over the cycles that have each (null: none has)."""
+    with connect(settings, read_only=True) as con:
+        rows = con.sql(f"SELECT cycle, {', '.join(ENGAGEMENT)} FROM v_cycle_summary ORDER BY cycle").pl().to_dicts()
+    late = [r for r in rows if r["cycle"] >= ENGAGEMENT_FROM]
+    means = {}
+    for name in ENGAGEMENT:
+        values = [r[name] for r in late if r[name] is not None]
+        means[name] = round(sum(values) / len(values), 9) if values else None
+    return {"cycles": rows, f"mean_from_cycle_{ENGAGEMENT_FROM}": means}
+
+
+def engagement_text(summary: dict) -> str:
+    """A summary's engagement means (from cycle ``ENGAGEMENT_FROM`` on) in one line; "n/a" where there are none."""
+    means = summary.get("engagement", {}).get(f"mean_from_cycle_{ENGAGEMENT_FROM}", {})
+
+    def count(key: str) -> str:
+        return "n/a" if means.get(key) is None else f"{means[key]:.0f}"
+
+    def share(key: str) -> str:
+        return "n/a" if means.get(key) is None else f"{100 * means[key]:.1f}%"
+
+    return (f"needy {count('needy_queries')}, with candidates {count('needy_with_candidates')}, sketch pages "
+            f"{count('sketch_frontier_pages')}, batch query share {share('batch_query_share')}, mass "
+            f"{share('batch_query_mass')} (means of cycles>={ENGAGEMENT_FROM})")
 
 
 def curve(order: pl.DataFrame, truth: Truth) -> pl.DataFrame:
@@ -194,7 +232,8 @@ def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, 
     summary = {"policy": policy, "cycles": cycles, "batch_size": settings.batch_size,
                "snapshot_pages": truth.pages.height, "fetched": order.height,
                "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
-               "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "seconds": round(seconds, 2)}
+               "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "engagement": engagement(settings),
+               "seconds": round(seconds, 2)}
     return summary, points
 
 

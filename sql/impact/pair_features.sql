@@ -1,6 +1,6 @@
--- Content-independent features of the matched pairs staged in s_pairs (qid, seq, share, url_share,
--- anchor_share, query_terms): what S' predicts S from. Host figures come from s_host_stats (host_stats.sql).
-SELECT p.qid, f.url, p.share, p.url_share, p.anchor_share, p.query_terms,
+-- Content-independent features of the matched pairs staged in s_pairs (qid, seq and the features the matching
+-- found: n-gram shares, query_terms, evidence figures): what S' predicts S from. Host figures come from s_host_stats.
+SELECT p.* EXCLUDE (seq), f.url,
        ln(1 + f.in_links) AS log_in_links,
        ln(1 + f.pagerank * n.known) AS log_pagerank,
        ln(1 + coalesce(h.pages, 0)) AS log_host_pages,

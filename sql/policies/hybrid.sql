@@ -20,7 +20,8 @@ WITH raw AS (
     FROM raw
 )
 SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part, 12) AS priority,
-       json_object('query_impact', query_impact, 'prestige_impact', round(prestige_impact, 9),
+       json_object('query_impact', query_impact, 'query_priority', round($query_weight * query_part, 12),
+                   'prestige_impact', round(prestige_impact, 9),
                    'query_part', round(query_part, 9), 'prestige_part', round(prestige_part, 9),
                    'needy_queries', queries) AS parts
 FROM scaled;

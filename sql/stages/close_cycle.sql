@@ -6,3 +6,25 @@ UPDATE cycles SET
     next_batch = (SELECT count(*) FROM batches WHERE cycle = $cycle + 1),
     pages_total = (SELECT count(*) FROM pages)
 WHERE cycle = $cycle;
+-- Whether the query-driven part of the policy engaged in cycle $cycle (README, "cycles"): its needy queries, those
+-- with frontier candidates (NULL when no row says: the policy did not look), the frontier pages its sketches hold
+-- (NULL without sketches), and in the batch it chose (cycle $cycle + 1) the share of URLs with query-based impact
+-- and the share of the priority mass from the query part (NULL when the policy's parts have no such key). Shares
+-- are rounded so that replays compare equal.
+UPDATE cycles SET
+    needy_queries = n.needy,
+    needy_with_candidates = n.with_candidates,
+    sketch_frontier_pages = s.frontier_pages,
+    batch_query_share = b.query_share,
+    batch_query_mass = b.query_mass
+FROM (SELECT count(*) AS needy,
+             CASE WHEN count(candidates) > 0 THEN count(*) FILTER (WHERE candidates > 0) END AS with_candidates
+      FROM needy_queries WHERE cycle = $cycle) n,
+     (SELECT CASE WHEN count(*) > 0 THEN count(DISTINCT url) FILTER (WHERE NOT crawled) END AS frontier_pages
+      FROM sketches WHERE cycle = $cycle) s,
+     (SELECT CASE WHEN count(parts->>'query_impact') > 0
+                  THEN round(count(*) FILTER (WHERE (parts->>'query_impact')::DOUBLE > 0) / count(*), 9) END
+                 AS query_share,
+             round(sum((parts->>'query_priority')::DOUBLE) / nullif(sum(priority), 0), 9) AS query_mass
+      FROM batches WHERE cycle = $cycle + 1) b
+WHERE cycles.cycle = $cycle;

@@ -7,6 +7,9 @@ UPDATE frontier SET status = 'unfetched', status_cycle = NULL, retry_after_cycle
 WHERE status_cycle = $cycle;
 DELETE FROM url_ngrams WHERE cycle = $cycle;
 UPDATE frontier SET ngram_cycle = NULL WHERE ngram_cycle = $cycle;
+DELETE FROM evidence_postings WHERE cycle = $cycle;
+DELETE FROM evidence_lengths WHERE cycle = $cycle;
+UPDATE frontier SET evidence_cycle = NULL WHERE evidence_cycle = $cycle;
 DELETE FROM frontier WHERE first_seen_cycle = $cycle;
 DELETE FROM links WHERE cycle = $cycle;
 DELETE FROM url_rejects WHERE cycle = $cycle;

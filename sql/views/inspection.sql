@@ -1,11 +1,12 @@
 -- Views for the questions people ask of the crawl database.
 
--- How did each cycle go?
+-- How did each cycle go, and did the query-driven part of its policy engage?
 CREATE OR REPLACE VIEW v_cycle_summary AS
 SELECT c.cycle, c.interval_start, c.policy, c.status, c.batch_size, c.fetched, c.errors, c.new_urls,
        c.pages_total, c.frontier_open, c.next_batch,
        round(epoch(c.finished_at - c.started_at), 1) AS seconds,
-       (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures
+       (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures,
+       c.needy_queries, c.needy_with_candidates, c.sketch_frontier_pages, c.batch_query_share, c.batch_query_mass
 FROM cycles c
 ORDER BY c.cycle;
 

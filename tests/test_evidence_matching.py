@@ -1,0 +1,117 @@
+"""Matching needy queries to frontier pages on real pages: the Requests documentation cut from
+../shared/corpus/dev-docs.warc.gz, crawled by the simulator with real queries (the site's own page titles and
+CodeSearchNet web queries, synthetic Zipf frequencies) and two made-up queries that nothing can answer."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+from warcio.warcwriter import WARCWriter
+
+from crawlcycle.ngram_index import ngrams
+from crawlcycle.settings import load_settings
+from crawlcycle.simulator import simulate
+from tests.conftest import USER_AGENT
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CORPUS = SHARED / "corpus" / "dev-docs.warc.gz"
+SITE = "http://requests.docs.test/"
+UNANSWERABLE = ["qzxv frobnicated wugs", "blorptastic snarfle"]
+
+
+def _inputs(folder: Path) -> dict[str, Path]:
+    """The Requests site's records, seeds, and a query log: unanswerable queries first, then titles and CSN."""
+    warc, titles = folder / "requests.warc.gz", []
+    with CORPUS.open("rb") as f, warc.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        for rec in ArchiveIterator(f):
+            if rec.rec_type == "response" and (rec.rec_headers.get_header("WARC-Target-URI") or "").startswith(SITE):
+                writer.write_record(rec)
+    with warc.open("rb") as f:
+        for rec in ArchiveIterator(f):
+            title = re.search(rb"<title>(.*?)</title>", rec.content_stream().read(), re.S)
+            if title:
+                titles.append(" ".join(title[1].decode("utf-8", "replace").split()))
+    csn = (SHARED / "queries" / "csn_queries.csv").read_text().splitlines()[1:31]
+    texts = UNANSWERABLE + sorted(set(titles))[:40] + csn
+    queries = folder / "queries.tsv"
+    queries.write_text("".join(f"{q}\t{round(1000 / rank)}\n" for rank, q in enumerate(texts, 1)))
+    seeds = folder / "seeds.txt"
+    seeds.write_text(SITE + "index.html\n")
+    return {"warc": warc, "queries": queries, "seeds": seeds}
+
+
+@pytest.fixture(scope="module")
+def crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three hybrid cycles of 10 pages, matching by evidence and by Pandey & Olston's n-gram rule."""
+    folder = tmp_path_factory.mktemp("evidence")
+    inputs, cache, out = _inputs(folder), folder / "cache", {}
+    for mode in ("evidence", "ngram"):
+        settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 10, "shards": 1,
+                                                        "match_mode": mode, "needy_min": 10})
+        simulate(settings, [inputs["warc"]], inputs["queries"], inputs["seeds"], ["hybrid"], 3, folder / mode,
+                 progress=lambda m: None, cache=cache)
+        out[mode] = folder / mode / "work" / "crawl.duckdb"  # one policy: its outputs fill the folder
+    return out
+
+
+def _gram_share(con: duckdb.DuckDBPyConnection, query: str, url: str) -> float:
+    """Share of the query's word 1..3-grams among the URL's and its anchors' n-grams (url_ngrams)."""
+    grams = ngrams(pl.DataFrame({"k": [0], "q": [query]}), "k", "q", 3)["gram"].to_list()
+    found = con.execute("SELECT count(DISTINCT n.gram) FROM url_ngrams n JOIN frontier f ON f.discovery_seq = n.seq "
+                        "WHERE f.url = ? AND list_contains(?, n.gram)", [url, grams]).fetchall()[0][0]
+    return found / len(grams)
+
+
+def test_a_page_without_an_exact_ngram_match_enters_a_sketch_by_its_evidence(crawls: dict[str, Path]) -> None:
+    with duckdb.connect(str(crawls["evidence"]), read_only=True) as con:
+        frontier = con.sql("SELECT cycle, query, url FROM sketches WHERE NOT crawled ORDER BY ALL").fetchall()
+        assert frontier
+        partial = [(c, q, u) for c, q, u in frontier if _gram_share(con, q, u) < 1]
+        assert partial, "every frontier page in a sketch held all the query's n-grams"
+        for cycle, query, url in partial:
+            # the evidence that put it there: an anchor or a linking page's title holding a query word, or a link
+            # from one of the query's current results
+            words = set(re.findall(r"[^\W_]+", query.lower()))
+            linked_from_result = con.execute(
+                "SELECT count(*) FROM links l JOIN query_results r ON r.url = l.src WHERE r.cycle = ? "
+                "AND r.query = ? AND l.dst = ?", [cycle, query, url]).fetchall()[0][0]
+            texts = con.execute("SELECT l.anchor || ' ' || coalesce(l.context, '') || ' ' || coalesce(p.title, '') "
+                                "FROM links l LEFT JOIN pages p ON p.url = l.src WHERE l.dst = ?", [url]).fetchall()
+            said = any(words & set(re.findall(r"[^\W_]+", t.lower())) for (t,) in texts)
+            assert linked_from_result or said, (query, url)
+        # and it counts: the batch chosen by those sketches holds query-based impact
+        batch = con.sql("SELECT count(*) FILTER (WHERE (parts->>'query_impact')::DOUBLE > 0) FROM batches "
+                        "WHERE cycle > 1").fetchall()[0][0]
+        assert batch > 0
+
+
+def test_ngram_mode_keeps_the_exact_rule(crawls: dict[str, Path]) -> None:
+    with duckdb.connect(str(crawls["ngram"]), read_only=True) as con:
+        frontier = con.sql("SELECT query, url FROM sketches WHERE NOT crawled").fetchall()
+        assert all(_gram_share(con, q, u) == 1 for q, u in frontier)
+
+
+def test_needy_queries_nothing_can_answer_are_skipped(crawls: dict[str, Path]) -> None:
+    with duckdb.connect(str(crawls["evidence"]), read_only=True) as con:
+        needy = con.sql("SELECT cycle, query, candidates FROM needy_queries ORDER BY cycle, rank").pl()
+        # the two most frequent queries of the log hold no word any page or link has: never needy
+        assert not needy.filter(pl.col("query").is_in(UNANSWERABLE)).height
+        assert needy.height == 3 * 10 and (needy["candidates"] > 0).all()
+
+
+def test_s_prime_is_validated_against_the_old_features(crawls: dict[str, Path]) -> None:
+    with duckdb.connect(str(crawls["evidence"]), read_only=True) as con:
+        runs = con.sql("SELECT features, metrics FROM model_runs "
+                       "WHERE model = 's_prime' AND file IS NOT NULL").fetchall()
+    assert runs
+    for features, metrics in runs:
+        m = json.loads(metrics)
+        assert "inherited_max" in features and "evidence_score" in features
+        assert m["validation_mae"] >= 0 and m["old_features_validation_mae"] >= 0
