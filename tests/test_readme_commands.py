@@ -41,6 +41,9 @@ EXCLUDED = {
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
         "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",
+    ".venv/bin/python bench/policies.py --only py-web-docs":
+        "every policy, three runs, on a snapshot built from Debian packages first: most of an hour; "
+        "tests/test_bench_policies.py checks its seeds, aggregation and tables",
     'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
         "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
         "without one",

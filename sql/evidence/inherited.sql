@@ -1,23 +1,31 @@
 -- Inherited relevance of the candidate pairs (s_candidates: qid, seq; s_queries: qid, query): the reference
 -- ranker's score S of each crawled, indexed page linking to the page, for the query (r_weights, ranker/weights.sql,
 -- staged for the same qids; 0 where the linking page holds no query term). Max and mean over those pages, and how
--- many there are.
+-- many there are. The linking pages are listed once per page, not per pair: a page linked from every crawled page
+-- would otherwise make queries x linking pages rows.
 WITH linkers AS (
-    SELECT DISTINCT c.qid, c.seq, d.doc
-    FROM s_candidates c
+    SELECT DISTINCT f.discovery_seq AS seq, d.doc
+    FROM (SELECT DISTINCT seq FROM s_candidates) c
     JOIN frontier f ON f.discovery_seq = c.seq
     JOIN links l ON l.dst = f.url
     JOIN posting_docs d ON d.url = l.src
     WHERE l.src <> l.dst
-), scores AS (
-    SELECT k.qid, k.seq, k.doc, coalesce(sum(w.weight) + any_value(w.prior), 0) AS score
-    FROM linkers k
-    LEFT JOIN s_query_terms t ON t.qid = k.qid
-    LEFT JOIN r_weights w ON w.key = t.tid::BIGINT << 32 | k.doc
-    GROUP BY k.qid, k.seq, k.doc
+), counts AS (
+    SELECT seq, count(*) AS linkers FROM linkers GROUP BY seq
+), doc_scores AS (
+    SELECT t.qid, w.doc, sum(w.weight) + any_value(w.prior) AS score
+    FROM s_query_terms t JOIN r_weights w ON w.tid = t.tid
+    GROUP BY t.qid, w.doc
+), scored AS (
+    SELECT c.qid, c.seq, max(s.score) AS top, sum(s.score) AS total
+    FROM s_candidates c
+    JOIN linkers k ON k.seq = c.seq
+    JOIN doc_scores s ON s.qid = c.qid AND s.doc = k.doc
+    GROUP BY c.qid, c.seq
 )
-SELECT qid, seq, round(max(score), 9) AS inherited_max, round(avg(score), 9) AS inherited_mean,
-       count(*) AS crawled_linkers
-FROM scores
-GROUP BY qid, seq
-ORDER BY qid, seq;
+SELECT c.qid, c.seq, round(coalesce(s.top, 0), 9) AS inherited_max,
+       round(coalesce(s.total, 0) / n.linkers, 9) AS inherited_mean, n.linkers AS crawled_linkers
+FROM s_candidates c
+JOIN counts n ON n.seq = c.seq
+LEFT JOIN scored s ON s.qid = c.qid AND s.seq = c.seq
+ORDER BY c.qid, c.seq;
