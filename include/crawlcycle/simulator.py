@@ -60,12 +60,11 @@ from crawlcycle import cycle
 from crawlcycle.db import connect
 from crawlcycle.demo import check_warc
 from crawlcycle.ground_truth import JUDGES, Truth, ground_truth, stage_queries
+from crawlcycle.report import ENGAGEMENT
 from crawlcycle.settings import Settings, with_overrides
 from crawlcycle.webserver import host_key, serve
 
 BUDGETS = (0.01, 0.05, 0.10)
-ENGAGEMENT = ("needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
-              "batch_query_mass")
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
 
 
