@@ -37,7 +37,7 @@ bench-fetch: $(VENV)/.installed
 	$(BIN)/python bench/fetch.py
 
 bench-parse: $(VENV)/.installed
-	$(BIN)/python bench/parse.py
+	$(BIN)/python bench/parse.py --rounds 2
 
 bench-score: $(VENV)/.installed
 	$(BIN)/python bench/score.py

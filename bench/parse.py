@@ -1,38 +1,46 @@
-"""Parse-stage throughput on real pages of the dev-docs snapshot, against bare trafilatura.
+"""Parse-stage speed on real documentation pages and main-text quality on a public benchmark, per ``extractor``.
 
-    .venv/bin/python bench/parse.py [--pages 2000] [--workers 0] [--rounds 1]
+    .venv/bin/python bench/parse.py [--pages 2000] [--workers 0] [--rounds 1] [--extractors a,b,...]
 
-Takes ``--pages`` HTML responses spread evenly over ../shared/corpus/dev-docs.warc.gz, writes them to a
-temporary WARC and times, with the same number of processes (``--workers``, 0 = one per core):
+Speed: ``--pages`` HTML responses spread evenly over ../shared/corpus/dev-docs.warc.gz, written to a temporary
+WARC, parsed by ``parse_warcs`` (reading, charset, links, canonicalization, extraction, hashing, duplicates,
+Parquet) with each extractor and the same number of processes (``--workers``, 0 = one per core). Rounds take
+the extractors in turn; the fastest round of each counts (other load on the machine only ever slows a round
+down). Figures are pages/s per core.
 
-- ours: ``parse_warcs`` on that WARC (reading, charset, links, canonicalization, extraction, hashing,
-  duplicates, Parquet);
-- bare: ``trafilatura.extract`` on the same bodies with the extraction options the stage uses
-  (``fast=True, with_metadata=True``), fanned out over a process pool the same way.
+Quality: each extractor's main text (``parse_record``, as the stage runs it) of the 181 pages of
+../shared/extraction-benchmark, written as ``output/<extractor>.json`` in a temporary folder beside links to the
+benchmark's ground truth and published outputs, then scored by the benchmark's own ``evaluate.py``: F1,
+precision and recall over word 4-shingles, each with its bootstrap standard deviation.
 
-Rounds alternate ours and bare; the fastest round of each counts (other load on the machine only ever
-slows a round down). The last line is ``parse_overhead=<ours / bare time per page>``.
+The last lines compare the default extractor with ``trafilatura`` (trafilatura with its whole metadata pass):
+``extractor_speedup=<default ÷ trafilatura pages/s per core>`` and ``extractor_f1_drop=<trafilatura F1 − default
+F1>``. Goal: speedup ≥ 2 with an F1 drop ≤ 0.01.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import io
-import multiprocessing
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import trafilatura
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.parse import CHUNK_RECORDS, parse_warcs
-from crawlcycle.settings import load_settings
+from crawlcycle.parse import parse_record, parse_warcs
+from crawlcycle.settings import EXTRACTORS, Settings, load_settings
 
-CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
+SHARED = Path(__file__).resolve().parents[1] / "../shared"
+CORPUS = SHARED / "corpus/dev-docs.warc.gz"
+BENCHMARK = SHARED / "extraction-benchmark"
+BASELINE = "trafilatura"
 
 
 def html_records(n: int) -> list[tuple[str, bytes]]:
@@ -56,8 +64,24 @@ def write_warc(path: Path, records: list[tuple[str, bytes]]) -> None:
                                                           length=len(payload)))
 
 
-def bare(body: bytes, url: str) -> int:
-    return len(trafilatura.extract(body, url=url, fast=True, with_metadata=True) or "")
+def quality(settings: dict[str, Settings], folder: Path) -> dict[str, dict]:
+    """The benchmark's own evaluate.py on each extractor's main texts: {extractor: {f1, precision, ...}}."""
+    truth = json.loads((BENCHMARK / "ground-truth.json").read_text())
+    (folder / "output").mkdir(parents=True)
+    (folder / "ground-truth.json").symlink_to(BENCHMARK / "ground-truth.json")
+    for published in (BENCHMARK / "output").glob("*.json"):  # the published outputs, scored alongside
+        (folder / "output" / f"published-{published.name}").symlink_to(published)
+    for name, s in settings.items():
+        out = {}
+        for key, item in truth.items():
+            body = gzip.decompress((BENCHMARK / "html" / f"{key}.html.gz").read_bytes())
+            page, _, _ = parse_record(item["url"], 200, "text/html", "", "", body, False, s)
+            out[key] = {"articleBody": page["text"] or ""}
+        (folder / "output" / f"{name}.json").write_text(json.dumps(out))
+    result = folder / "metrics.json"
+    subprocess.run([sys.executable, str(BENCHMARK / "evaluate.py"), "--output", str(result)], cwd=folder,
+                   check=True, stdout=subprocess.DEVNULL)
+    return json.loads(result.read_text())
 
 
 def main() -> None:
@@ -65,35 +89,41 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=2000)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--extractors", default=",".join(EXTRACTORS), help="comma-separated; trafilatura is always run")
     args = ap.parse_args()
     workers = args.workers or os.cpu_count() or 1
-    settings = load_settings(overrides={"user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)",
-                                        "parse_workers": workers}, environ={})
+    default = load_settings(environ={}).extractor
+    names = list(dict.fromkeys([default, BASELINE, *args.extractors.split(",")]))
+    unknown = [n for n in names if n not in EXTRACTORS]
+    if unknown:
+        sys.exit(f"bench/parse.py: --extractors: unknown {', '.join(unknown)}; choose from {', '.join(EXTRACTORS)}")
+    settings = {name: load_settings(overrides={"user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)",
+                                               "parse_workers": workers, "extractor": name}, environ={})
+                for name in names}
     records = html_records(args.pages)
-    urls = [url for url, _ in records]
-    bodies = [payload.split(b"\r\n\r\n", 1)[1] for _, payload in records]
-    ctx = multiprocessing.get_context("forkserver")
-    ours_s, bare_s = [], []
+    print(f"pages={len(records)} workers={workers} rounds={args.rounds} "
+          f"MB={sum(len(p) for _, p in records) / 1e6:.0f} default={default}", flush=True)
+    seconds: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         warc = Path(tmp) / "pages.warc.gz"
         write_warc(warc, records)
-        for _ in range(args.rounds):
-            t = time.perf_counter()
-            result = parse_warcs([warc], Path(tmp) / "out", settings)
-            ours_s.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-                extracted = sum(1 for n in pool.map(bare, bodies, urls, chunksize=CHUNK_RECORDS) if n)
-            bare_s.append(time.perf_counter() - t)
-    n = len(records)
-    ours_t, bare_t = min(ours_s), min(bare_s)
-    print(f"pages={n} workers={workers} rounds={args.rounds} MB={sum(map(len, bodies)) / 1e6:.0f}")
-    print("rounds ours/bare s: " + ", ".join(f"{o:.1f}/{b:.1f}" for o, b in zip(ours_s, bare_s, strict=True)))
-    print(f"ours: {n / ours_t / workers:.1f} pages/s per core, wall {ours_t:.1f} s "
-          f"({result.pages} pages, {result.links} links, {result.rejects} rejects, reasons {result.reasons})")
-    print(f"bare trafilatura.extract: {n / bare_t / workers:.1f} pages/s per core, wall {bare_t:.1f} s "
-          f"({extracted} with text)")
-    print(f"parse_overhead={ours_t / bare_t:.2f}")
+        for r in range(args.rounds):
+            for name in names:
+                t = time.perf_counter()
+                result = parse_warcs([warc], Path(tmp) / name, settings[name])
+                seconds[name].append(time.perf_counter() - t)
+                print(f"round {r + 1}/{args.rounds} {name}: {seconds[name][-1]:.1f} s, {result.pages} pages, "
+                      f"{result.links} links, reasons {result.reasons}", flush=True)
+        print("scoring main texts with ../shared/extraction-benchmark/evaluate.py ...", flush=True)
+        metrics = quality(settings, Path(tmp) / "quality")
+    speed = {name: len(records) / min(s) / workers for name, s in seconds.items()}
+    print(f"\n{'extractor':<28} {'pages/s/core':>12}  {'F1':<13}  {'precision':<13}  {'recall':<13}")
+    for name, m in sorted(metrics.items(), key=lambda kv: -kv[1]["f1"]):
+        rate = f"{speed[name]:.1f}" if name in speed else "-"
+        print(f"{name:<28} {rate:>12}  " + "  ".join(f"{m[k]:.3f} ± {m[k + '_std']:.3f}"
+                                                     for k in ("f1", "precision", "recall")))
+    print(f"extractor_speedup={speed[default] / speed[BASELINE]:.2f}")
+    print(f"extractor_f1_drop={metrics[BASELINE]['f1'] - metrics[default]['f1']:.3f}")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 begin -> plan_shards -> fetch[shard] -> parse[shard] -> gate_shards -> update -> gate_update -> refit
 -> select_needy -> score -> materialize -> gate_materialize -> close
 
-gate_shards runs the fetch and the parse gates in one task: each gate task pays the import of Great
-Expectations, and the shards' output reaches the database only through update, after both gates.
+gate_shards runs the fetch and the parse gates in one task: a gate task pays the import of Great Expectations
+unless its executor preloaded it (crawlcycle.airflow_executor does, for LocalExecutor), and the shards' output
+reaches the database only through update, after both gates.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import partial
 import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
-from crawlcycle.airflow_support import dag_settings, db_args, default_args, fetch_args, run_interval
+from crawlcycle.airflow_support import GATE_TASKS, dag_settings, db_args, default_args, fetch_args, run_interval
 from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
@@ -98,11 +99,11 @@ def crawl_cycle() -> None:
     fetched = fetch.expand(shard_dir=plan_shards(cycle_no))
     parsed = parse.expand(shard_dir=fetched)
     chain(
-        gate.override(task_id="gate_shards")(["fetch", "parse"], cycle_no, parsed),
+        gate.override(task_id="gate_shards")(list(GATE_TASKS["gate_shards"]), cycle_no, parsed),
         update(cycle_no, parsed),
-        gate.override(task_id="gate_update")(["update"], cycle_no),
+        gate.override(task_id="gate_update")(list(GATE_TASKS["gate_update"]), cycle_no),
         *[stage.override(task_id=name)(name, cycle_no) for name in ("refit", "select_needy", "score", "materialize")],
-        gate.override(task_id="gate_materialize")(["materialize"], cycle_no),
+        gate.override(task_id="gate_materialize")(list(GATE_TASKS["gate_materialize"]), cycle_no),
         stage.override(task_id="close")("close", cycle_no),
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import random
+from hashlib import blake2b
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -237,6 +238,8 @@ def test_duplicates(awkward):
 def test_simhash_is_stable_and_separates_texts():
     assert simhash("") is None
     assert simhash("The quick brown fox jumps over the lazy dog") == 0x77B12FE87CF06675
+    # a text shorter than a shingle is one shingle: the fingerprint is that shingle's hash
+    assert simhash("Two Words") == int.from_bytes(blake2b(b"two words", digest_size=8).digest(), "big")
     a = simhash(ARTICLE)
     assert hamming(a, simhash(ARTICLE.replace("Sentence 5 ", "Line 5 "))) <= 3
     assert hamming(a, simhash(OTHER)) > 12
@@ -285,3 +288,35 @@ def test_real_pages_in_pool_and_in_process(real_warc, tmp_path):
         next(lk for lk in links if lk["src"].endswith("/about.html") and lk["dst"].endswith("/bugs.html")).items()
     assert len({lk["src"].split("/")[2] for lk in links}) == 8
     assert all(canonicalize(lk["dst"]) == lk["dst"] for lk in links)
+
+
+def test_extractors_on_real_pages(real_warc, tmp_path):
+    """trafilatura_text keeps trafilatura's title, description and main text of real documentation pages,
+    without its date; resiliparse keeps the same title and finds the same main content, not the navigation."""
+    warc, _ = real_warc
+    pages = {name: {p["url"]: p for p in (parse_warcs([warc], tmp_path / name, settings(extractor=name)) and
+                                          read(tmp_path / name, "pages"))}
+             for name in ("trafilatura", "trafilatura_text", "resiliparse")}
+    full, text_only, resili = pages["trafilatura"], pages["trafilatura_text"], pages["resiliparse"]
+    assert full.keys() == text_only.keys() == resili.keys()
+    for url, page in full.items():
+        assert {k: v for k, v in text_only[url].items() if k != "date"} == {k: v for k, v in page.items()
+                                                                         if k != "date"}, url
+        assert text_only[url]["date"] is None
+        assert resili[url]["title"] == page["title"], url
+    dated = [p for p in full.values() if p["date"]]
+    assert dated, "trafilatura finds some pages' dates"
+    # Sphinx's navigation bar ("previous" / "next" / "index" links) is boilerplate for both extractors
+    about = "http://python.docs.test/about.html"
+    for extracted in (full[about], resili[about]):
+        assert "Sphinx" in extracted["text"] and "modules |" not in extracted["text"]
+    shared = [url for url in full if full[url]["text"] and resili[url]["text"]]
+    assert len(shared) >= len(full) - 3
+    overlap = [len(set(full[u]["text"].split()) & set(resili[u]["text"].split())) / len(set(full[u]["text"].split()))
+               for u in shared]
+    assert sorted(overlap)[len(overlap) // 2] > 0.8, "resiliparse keeps most of trafilatura's words on most pages"
+
+
+def test_unknown_extractor_is_a_one_line_error():
+    with pytest.raises(ValueError, match="extractor: choose one of trafilatura_text, trafilatura, resiliparse"):
+        settings(extractor="readability")

@@ -1,6 +1,7 @@
 """Two backfilled cycles under a real scheduler with LocalExecutor (``airflow standalone``): mapped fetch
-shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool), and a
-second backfill of the last interval replays it without changing the tables."""
+shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool), a second backfill of
+the last interval replays it without changing the tables, and `crawlcycle report` splits each run's wall time into
+the stages' own seconds and Airflow's overhead from this scheduler's metadata database."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from crawlcycle.airflow_runner import AirflowStack
 from crawlcycle.airflow_support import DUCKDB_POOL
 from crawlcycle.db import connect
+from crawlcycle.report import airflow_runs, cycle_summary
 from crawlcycle.settings import Settings, write_toml
 from tests.tables import table_digest
 
@@ -24,6 +26,11 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# The DAG's tasks in the order they run, a mapped task's shards as one.
+TASKS = ["begin", "plan_shards", "fetch", "parse", "gate_shards", "update", "gate_update", "refit", "select_needy",
+         "score", "materialize", "gate_materialize", "close"]
 
 
 def _span(ti: dict) -> tuple[datetime, datetime]:
@@ -77,3 +84,15 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
     assert [c[:3] for c in after] == [c[:3] for c in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
     assert after[0][3] == cycles[0][3] < cycles[1][3] < after[1][3]
     assert table_digest(settings) == digest
+    # Each run's task times from this scheduler's metadata database, joined with the stages' own seconds.
+    summary = cycle_summary(settings)
+    runs_by_cycle, no_airflow = airflow_runs(summary, stack.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
+    assert not no_airflow and sorted(runs_by_cycle) == [1, 2]
+    for run, cycle_seconds in zip(runs_by_cycle.values(), summary["seconds"], strict=True):
+        assert [t.task for t in run.tasks] == TASKS
+        # every stage's own seconds lie inside its task's running time, and the parts leave no negative gap
+        assert all(t.queue_wait >= 0 and t.startup >= 0 and t.own > 0 for t in run.tasks), run.tasks
+        assert run.between >= 0 and run.wall > cycle_seconds
+        # the executor imported GX before forking the workers: no gate task imports it again, so its import
+        # takes less than the gate's validation
+        assert all(t.gx_import < t.own for t in run.tasks if t.task.startswith("gate_")), run.tasks

@@ -13,6 +13,9 @@ from crawlcycle.settings import Settings, load_settings
 DUCKDB_POOL = "crawl_duckdb"
 # Names a Celery worker in task instances' hostname when several run on one machine (see worker_name).
 WORKER_NAME_ENV = "CELERY_WORKER_NAME"
+# The gate task ids and the gates each runs, in order: the DAG's wiring, and how `crawlcycle report` finds a gate
+# task's own seconds (gate_<stage> in cycles.stage_seconds).
+GATE_TASKS = {"gate_shards": ("fetch", "parse"), "gate_update": ("update",), "gate_materialize": ("materialize",)}
 # Each retry of a fetch shard waits this many times longer than the one before (up to max_retry_delay).
 FETCH_BACKOFF = 2.0
 

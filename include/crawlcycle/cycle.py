@@ -277,8 +277,9 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
 
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
-        run_sql(con, "stages/close_cycle", cycle=cycle)
-        export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
+        with timed(con, cycle, "close"):
+            run_sql(con, "stages/close_cycle", cycle=cycle)
+            export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
 
 

@@ -24,9 +24,9 @@ from crawlcycle.settings import Settings
 # Settings whose values change what a response parses into (canonicalization and link filters included).
 PARSE_SETTINGS = ("max_url_length", "sort_query_params", "drop_empty_query", "strip_session_params",
                   "drop_index_pages", "max_path_segments", "max_segment_repeats", "max_outlinks_per_page",
-                  "robots_token")
+                  "robots_token", "extractor")
 _CODE = ("parse.py", "canonical.py", "simhash.py")
-_LIBRARIES = ("trafilatura", "lxml", "htmldate", "justext")
+_LIBRARIES = ("trafilatura", "lxml", "htmldate", "justext", "resiliparse")
 
 
 @cache

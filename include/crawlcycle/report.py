@@ -6,6 +6,7 @@ import json
 
 import polars as pl
 
+from crawlcycle import task_overhead
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings
 
@@ -42,12 +43,31 @@ def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> s
 def cycle_summary(settings: Settings) -> pl.DataFrame:
     with connect(settings, read_only=True) as con:
         summary = con.sql("SELECT * FROM v_cycle_summary").pl()
-        stages = con.sql("SELECT cycle, stage_seconds FROM cycles ORDER BY cycle").pl()
+        stages = con.sql("SELECT cycle, run_id, stage_seconds FROM cycles ORDER BY cycle").pl()
     parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
     timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
     gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
-    return summary.select(COLUMNS + ENGAGEMENT).with_columns(stage_seconds=pl.Series(timing, dtype=pl.String),
-                                                             gates=pl.Series(gates, dtype=pl.String))
+    return summary.select(COLUMNS + ENGAGEMENT).with_columns(
+        stage_seconds=pl.Series(timing, dtype=pl.String), gates=pl.Series(gates, dtype=pl.String),
+        run_id=stages["run_id"], stage_json=stages["stage_seconds"])
+
+
+NOT_AIRFLOW = "no Airflow task instances (run outside Airflow, e.g. by `crawlcycle cycle`)"
+
+
+def airflow_runs(df: pl.DataFrame, metadata: str | None = None) -> tuple[dict[int, task_overhead.CycleOverhead], str]:
+    """Where each cycle's Airflow run spent its wall time, by cycle; and, when Airflow's metadata database cannot
+    be read, one line saying why (else "")."""
+    cycles = [(r["cycle"], r["run_id"], json.loads(r["stage_json"] or "{}")) for r in df.iter_rows(named=True)]
+    try:
+        return task_overhead.overheads(cycles, metadata), ""
+    except task_overhead.MetadataUnavailable as e:
+        return {}, f"Airflow task overhead: {e}; cycles run with `crawlcycle cycle` have no task instances"
+
+
+def task_table(run: task_overhead.CycleOverhead) -> pl.DataFrame:
+    tasks = pl.DataFrame([vars(t) for t in run.tasks]).with_columns(pl.col(pl.Float64).round(2))
+    return tasks.rename({"startup": "start_up", "own": "stage"})
 
 
 def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -62,19 +82,31 @@ def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataF
     return needy, batch
 
 
-def print_report(settings: Settings) -> None:
+def print_report(settings: Settings, airflow_metadata: str | None = None) -> None:
+    """The per-cycle summary; ``airflow_metadata`` is the SQLAlchemy URL of Airflow's metadata database
+    (default: task_overhead.metadata_url())."""
     df = cycle_summary(settings)
     if df.is_empty():
         print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
         return
     needy, batch = steering(settings)
+    runs, no_airflow = airflow_runs(df, airflow_metadata)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True, fmt_str_lengths=80):
-        print(df.drop("stage_seconds", "gates", *ENGAGEMENT))
+        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *ENGAGEMENT))
+        if no_airflow:
+            print(no_airflow)
         for row in df.iter_rows(named=True):
             print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
             print(f"cycle {row['cycle']} quality gates: {row['gates']}")
+            if not no_airflow:
+                run = runs.get(row["cycle"])
+                print(f"cycle {row['cycle']} Airflow overhead: " + (run.line() if run else NOT_AIRFLOW))
             print(f"cycle {row['cycle']} query engagement ({row['policy']}): {engagement_text(row)}")
+        if runs:
+            print(f"Airflow tasks of cycle {max(runs)}, seconds (start_up: process fork, DAG parse, imports, "
+                  "opening DuckDB, reporting back):")
+            print(task_table(runs[max(runs)]))
         print(f"needy queries of cycle {df['cycle'][-1]} (v_needy_queries):")
         print(needy)
         print("head of the next batch and why (v_batch_explain):")

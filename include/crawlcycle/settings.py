@@ -26,6 +26,7 @@ RANK_FIELDS = ("title", "text", "anchor", "url")
 # anchors, and the titles of the crawled pages holding them.
 EVIDENCE_FIELDS = ("url", "anchor", "context", "title")
 MATCH_MODES = ("evidence", "ngram")
+EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
 
@@ -110,6 +111,10 @@ class Settings:
     max_segment_repeats: int = _s(3, "URLs repeating one path segment this often are rejected (spider trap)")
     max_outlinks_per_page: int = _s(1000, "out-links kept per page")
     parse_workers: int = _s(0, "parser processes per parse task (0 = one per core)")
+    extractor: str = _s("trafilatura_text", "main-text extraction: trafilatura_text (trafilatura's main text, "
+                        "comments left out; title and description by trafilatura's rules, no date), trafilatura "
+                        "(also trafilatura's whole metadata pass: date, author, ...; half the speed) or resiliparse "
+                        "(Resiliparse's main content: four times faster again, less precise)")
     parse_cache: str = _s("", "SQLite file of parse results keyed by the response and the parse settings and code, "
                           "so identical bytes are parsed once (the simulator sets it; empty = off)")
     # ranking
@@ -212,7 +217,7 @@ class Settings:
         if self.hybrid_query_weight + self.hybrid_prestige_weight <= 0:
             bad("hybrid_query_weight", "hybrid_query_weight + hybrid_prestige_weight must be positive")
         for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS),
-                              ("match_mode", MATCH_MODES)):
+                              ("match_mode", MATCH_MODES), ("extractor", EXTRACTORS)):
             if getattr(self, name) not in allowed:
                 bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         for name in ("needy_min", "sketch_optimism"):

@@ -22,9 +22,11 @@ def simhash(text: str) -> int | None:
     words = _WORD.findall(text.lower())
     if not words:
         return None
-    n = max(1, len(words) - SHINGLE_WORDS + 1)
-    digests = b"".join(blake2b(" ".join(words[i:i + SHINGLE_WORDS]).encode(), digest_size=8).digest()
-                       for i in range(n))
+    # the shifted lists end the shingles at the last whole one; a shorter text is one shingle
+    shifted = (words[i:] for i in range(SHINGLE_WORDS))
+    shingles = [" ".join(s) for s in zip(*shifted, strict=False)] or [" ".join(words)]
+    n = len(shingles)
+    digests = b"".join([blake2b(s.encode(), digest_size=8).digest() for s in shingles])
     bits = np.unpackbits(np.frombuffer(digests, dtype=np.uint8).reshape(n, 8), axis=1)
     majority = bits.sum(axis=0, dtype=np.int64) * 2 > n
     return int.from_bytes(np.packbits(majority).tobytes(), "big")
