@@ -10,7 +10,7 @@ from crawlcycle.settings import Settings
 STATE_TABLES = ("frontier", "pages", "links", "hosts", "robots", "sitemap_fetches", "batches", "frontier_scores",
                 "query_log", "needy_queries", "model_runs", "dq_results", "query_results", "url_rejects",
                 "posting_docs", "postings", "posting_terms", "posting_fields", "posting_lengths", "query_improvement",
-                "url_ngrams", "sketches", "opic_cash")
+                "url_ngrams", "sketches", "opic_cash", "needy_candidates")
 # Timings and wall-clock columns differ between runs by nature; everything else must not.
 _VOLATILE = {"hosts": "* EXCLUDE (delay, last_response_ms, backoff_until, last_request_at)",
              "robots": "* EXCLUDE (fetched_at)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -14,6 +15,8 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from crawlcycle import evidence_index, policies, score_model
+from crawlcycle.db import connect, run_sql
 from crawlcycle.ngram_index import ngrams
 from crawlcycle.settings import load_settings
 from crawlcycle.simulator import simulate
@@ -115,3 +118,34 @@ def test_s_prime_is_validated_against_the_old_features(crawls: dict[str, Path]) 
         m = json.loads(metrics)
         assert "inherited_max" in features and "evidence_score" in features
         assert m["validation_mae"] >= 0 and m["old_features_validation_mae"] >= 0
+
+
+def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: dict[str, Path],
+                                                                         tmp_path: Path) -> None:
+    """Sketches from select_needy's stored candidates equal sketches from matching the needy queries again."""
+    db = tmp_path / "crawl.duckdb"
+    shutil.copy(crawls["evidence"], db)
+    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 10, "policy": "hybrid",
+                                                    "match_mode": "evidence", "needy_min": 10, "db_path": str(db),
+                                                    "data_dir": str(tmp_path)})
+    scored = "SELECT url, priority, parts FROM frontier_scores WHERE cycle = $c ORDER BY ALL"
+    sketched = "SELECT * FROM sketches WHERE cycle = $c ORDER BY ALL"
+    with connect(settings) as con:
+        cycle = con.execute("SELECT max(cycle) FROM needy_candidates").fetchall()[0][0]
+        queries = score_model.stage_queries(con.sql("SELECT query FROM needy_queries WHERE cycle = ?",
+                                                    params=[cycle]).pl()["query"].to_list())
+        run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+        run_sql(con, "impact/frontier_scope")
+        stored = evidence_index.stored_candidates(con, cycle, queries)
+        assert stored is not None and stored.height > queries.height
+        assert stored.equals(evidence_index.candidates(con, settings, cycle, queries.select("qid", "query")))
+        policies.score_frontier(con, settings, cycle)
+        reused = [con.execute(sql, {"c": cycle}).fetchall() for sql in (scored, sketched)]
+        assert reused[1]
+        # one row short: the store is not used (and no store at all likewise), the queries are matched again
+        con.execute("DELETE FROM needy_candidates WHERE rowid = (SELECT min(rowid) FROM needy_candidates "
+                    "WHERE cycle = ?)", [cycle])
+        assert evidence_index.stored_candidates(con, cycle, queries) is None
+        con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
+        policies.score_frontier(con, settings, cycle)
+        assert [con.execute(sql, {"c": cycle}).fetchall() for sql in (scored, sketched)] == reused

@@ -80,7 +80,11 @@ def _index_rows(con: duckdb.DuckDBPyConnection) -> list[tuple]:
                        "ON f.discovery_seq = n.seq ORDER BY ALL").fetchall()
 
 
-def test_the_index_grows_incrementally_to_what_a_rebuild_gives(state: Settings, tmp_path: Path) -> None:
+# One URL or anchor per chunk: the n-grams a URL gets from anchors in two chunks are stored once all the same.
+@pytest.mark.parametrize("chunk_rows", [ngram_index.CHUNK_ROWS, 1])
+def test_the_index_grows_incrementally_to_what_a_rebuild_gives(state: Settings, tmp_path: Path, chunk_rows: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ngram_index, "CHUNK_ROWS", chunk_rows)
     first, later = ["http://a.test/red-apple", "http://b.test/"], ["http://c.test/green-pear-tart"]
     links1 = [("http://b.test/", "http://a.test/red-apple", "apples")]
     links2 = [("http://a.test/red-apple", "http://c.test/green-pear-tart", "pear tart recipe"),
@@ -105,6 +109,8 @@ def test_the_index_grows_incrementally_to_what_a_rebuild_gives(state: Settings, 
         add_links(con, links1 + links2, 1)
         ngram_index.update(con, rebuilt, 1)
         assert _index_rows(con) == once
+        assert con.execute("SELECT count(*) - count(DISTINCT (gram, seq, source)) FROM url_ngrams").fetchall()[0][0] \
+            == 0
     assert ("crisp red", "http://a.test/red-apple", "anchor") in once
     assert ("green pear tart", "http://c.test/green-pear-tart", "url") in once
 

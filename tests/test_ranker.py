@@ -246,7 +246,11 @@ def test_real_queries_rank_the_page_that_answers_them(real_crawl, tmp_path: Path
             assert top[text.lower()] == list(ranker.score_pages(con, settings, text))[:5]
 
 
-def test_incremental_index_equals_a_rebuild_and_reruns_change_nothing(real_crawl, tmp_path: Path) -> None:
+# Chunks of 7 pages: the index is tokenized in many chunks and written once, to the same tables.
+@pytest.mark.parametrize("chunk_pages", [ranker.CHUNK_PAGES, 7])
+def test_incremental_index_equals_a_rebuild_and_reruns_change_nothing(real_crawl, tmp_path: Path, chunk_pages: int,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ranker, "CHUNK_PAGES", chunk_pages)
     pages, links = real_crawl
     grown = make_settings(tmp_path / "grown")
     with connect(grown) as con:
@@ -261,6 +265,7 @@ def test_incremental_index_equals_a_rebuild_and_reruns_change_nothing(real_crawl
         rewritten = {r[0] for r in con.execute("SELECT url FROM posting_docs WHERE cycle = 1 AND anchor_cycle = 2")
                      .fetchall()}
     rebuilt = make_settings(tmp_path / "rebuilt")
+    monkeypatch.setattr(ranker, "CHUNK_PAGES", 10**9)  # the rebuild in one chunk
     with connect(rebuilt) as con:
         migrate(con)
         add_crawl(con, pages, links)

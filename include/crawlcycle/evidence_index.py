@@ -66,3 +66,14 @@ def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, q
     finally:
         con.unregister("s_queries")
         con.unregister("s_query_terms")
+
+
+def stored_candidates(con: duckdb.DuckDBPyConnection, cycle: int, queries: pl.DataFrame) -> pl.DataFrame | None:
+    """What :func:`candidates` gives for ``queries`` (qid, query) when they are cycle ``cycle``'s needy queries and
+    select_needy stored their candidates (table ``needy_candidates``), else None."""
+    con.register("s_queries", queries.select("qid", "query"))
+    try:
+        found = query(con, "evidence/stored_candidates", cycle=cycle)
+    finally:
+        con.unregister("s_queries")
+    return found if found.height else None

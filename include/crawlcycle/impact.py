@@ -13,7 +13,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle import prestige, score_model
+from crawlcycle import evidence_index, prestige, score_model
 from crawlcycle.db import run_sql
 from crawlcycle.settings import Settings
 
@@ -23,7 +23,9 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     needy = con.sql("SELECT query FROM needy_queries WHERE cycle = ?", params=[cycle]).pl()["query"].to_list()
     queries = score_model.stage_queries(needy)
     run_sql(con, "impact/frontier_scope")
-    matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share)
+    # select_needy matched these queries over the same scope already: its stored candidates save a second pass
+    stored = evidence_index.stored_candidates(con, cycle, queries) if settings.match_mode == "evidence" else None
+    matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share, found=stored)
     # S' regresses towards the mean: ``sketch_optimism`` RMSEs more let a page that may well beat the query's
     # crawled results compete as such
     margin = settings.sketch_optimism * score_model.error(con, cycle)

@@ -31,16 +31,21 @@ def needy_count(settings: Settings, queries: int) -> int:
     return min(queries, settings.needy_max, max(settings.needy_min, math.ceil(settings.needy_share * queries)))
 
 
-def candidate_counts(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, queries: list[str]) -> pl.Series:
-    """Eligible frontier pages matching each of ``queries`` (normalised), in that order; needs temp table s_scope."""
+def _matched(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
+             queries: list[str]) -> tuple[pl.Series, pl.DataFrame]:
+    """Eligible frontier pages matching each of ``queries`` (normalised), in that order; needs temp table s_scope.
+    And in ``evidence`` mode the candidates themselves by query (query and the columns of
+    ``evidence_index.candidates`` but qid; no rows in ``ngram`` mode)."""
     staged = score_model.stage_queries(queries)
     if settings.match_mode == "evidence":
         found = evidence_index.candidates(con, settings, cycle, staged.select("qid", "query"))
+        rows = found.join(staged.select("qid", "query"), on="qid").drop("qid")
     else:
         found = ngram_index.match(con, settings, staged.select("qid", "query"), settings.match_share)
+        rows = pl.DataFrame(schema={"query": pl.String})
     counts = staged.join(found.group_by("qid").len(), on="qid", how="left").select("query", "len")
     by_query = dict(zip(counts["query"], counts["len"].fill_null(0), strict=True))
-    return pl.Series("candidates", [by_query[q] for q in queries], dtype=pl.Int32)
+    return pl.Series("candidates", [by_query[q] for q in queries], dtype=pl.Int32), rows
 
 
 def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, partition: date) -> pl.DataFrame:
@@ -54,30 +59,45 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     ranked = (queries.with_columns(improvability=improvability.cast(pl.Float64))
               .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
               .sort(["neediness", "query"], descending=[True, False]))
+    found = pl.DataFrame(schema={"query": pl.String})
     if settings.policy == "hybrid":
-        needy = _servable(con, settings, cycle, ranked, keep)
+        needy, found = _servable(con, settings, cycle, ranked, keep)
     else:
         needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
     needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
     con.execute("DELETE FROM needy_queries WHERE cycle = ?", [cycle])
+    con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
     con.register("s_needy", needy)
     con.execute("INSERT INTO needy_queries (cycle, query, frequency, improvability, neediness, rank, candidates) "
                 "SELECT ?, query, frequency, improvability, neediness, rank, candidates FROM s_needy", [cycle])
     con.unregister("s_needy")
+    if found.height:
+        # the score stage's sketches start from these (evidence_index.stored_candidates)
+        con.register("s_found", found.join(needy.select("query"), on="query"))
+        con.execute("INSERT INTO needy_candidates SELECT ?, query, seq, evidence_score, term_share, via_results "
+                    "FROM s_found", [cycle])
+        con.unregister("s_found")
     return needy
 
 
 def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ranked: pl.DataFrame,
-              keep: int) -> pl.DataFrame:
-    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts."""
+              keep: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts; and the
+    candidates of the queries checked (see :func:`_matched`)."""
     run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
     run_sql(con, "impact/frontier_scope")
     checked: list[pl.DataFrame] = []
+    rows: list[pl.DataFrame] = []
     found = start = 0
     while found < keep and start < ranked.height:
         window = ranked.slice(start, max(LOOKAHEAD * (keep - found), 1))
-        window = window.with_columns(candidates=candidate_counts(con, settings, cycle, window["query"].to_list()))
+        counts, matched = _matched(con, settings, cycle, window["query"].to_list())
+        window = window.with_columns(candidates=counts)
         checked.append(window.filter(pl.col("candidates") > 0))
+        rows.append(matched)
         found += checked[-1].height
         start += window.height
-    return pl.concat(checked).head(keep) if checked else ranked.head(0).with_columns(candidates=pl.lit(0, pl.Int32))
+    rows_found = pl.concat(rows) if rows else pl.DataFrame(schema={"query": pl.String})
+    if not checked:
+        return ranked.head(0).with_columns(candidates=pl.lit(0, pl.Int32)), rows_found
+    return pl.concat(checked).head(keep), rows_found

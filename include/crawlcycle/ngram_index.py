@@ -51,15 +51,16 @@ def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> di
     anchors = con.sql("SELECT f.discovery_seq AS seq, l.anchor FROM links l JOIN frontier f ON f.url = l.dst "
                       "WHERE l.cycle = ? AND l.anchor <> '' ORDER BY seq, l.anchor", params=[cycle]).pl()
     before = scalar(con, "SELECT count(*) FROM url_ngrams")
+    # The chunks' n-grams are gathered first and checked against the index in one pass: a check per chunk would
+    # scan the whole index once per chunk, which grows with the square of the crawl.
+    con.execute("CREATE OR REPLACE TEMP TABLE s_new_grams (gram VARCHAR, seq BIGINT, source VARCHAR)")
     for source, frame, text in (("url", urls.with_columns(text=url_text(pl.col("url"))), "text"),
                                 ("anchor", anchors, "anchor")):
         for start in range(0, frame.height, CHUNK_ROWS):
-            grams = ngrams(frame.slice(start, CHUNK_ROWS), "seq", text, settings.ngram_max)
-            con.register("s_grams", grams)
-            con.execute("INSERT INTO url_ngrams SELECT g.gram, g.seq, ?, ? FROM s_grams g "
-                        "ANTI JOIN url_ngrams n ON n.gram = g.gram AND n.seq = g.seq AND n.source = ?",
-                        [source, cycle, source])
+            con.register("s_grams", ngrams(frame.slice(start, CHUNK_ROWS), "seq", text, settings.ngram_max))
+            con.execute("INSERT INTO s_new_grams SELECT gram, seq, ? FROM s_grams", [source])
             con.unregister("s_grams")
+    run_sql(con, "impact/add_ngrams", cycle=cycle)
     con.execute("UPDATE frontier SET ngram_cycle = ? WHERE ngram_cycle IS NULL", [cycle])
     return {"ngram_urls": urls.height, "ngram_anchors": anchors.height,
             "ngram_rows": scalar(con, "SELECT count(*) FROM url_ngrams") - before}

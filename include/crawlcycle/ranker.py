@@ -60,14 +60,19 @@ def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
     with _transaction(con):
         run_sql(con, "ranker/sync_docs", cycle=cycle)
         counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
+        # Every chunk's input is read from links and pages in one pass, and every chunk's output is written to the
+        # index in one pass: a pass per chunk would scan those tables once per chunk, which grows with the square
+        # of the crawl.
+        run_sql(con, "ranker/refresh_inputs")
         for first in range(1, counts["anchor_pages"][0] + 1, CHUNK_PAGES):
-            _index_chunk(con, cycle, first, first + CHUNK_PAGES - 1)
+            _index_chunk(con, first, first + CHUNK_PAGES - 1)
+        run_sql(con, "ranker/write_postings", cycle=cycle)
         run_sql(con, "ranker/index_stats")
     return counts.row(0, named=True)
 
 
-def _index_chunk(con: duckdb.DuckDBPyConnection, cycle: int, first: int, last: int) -> None:
-    """Tokenize and write the fields of pages ``first``..``last`` of r_refresh."""
+def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+    """Tokenize the fields of pages ``first``..``last`` of r_refresh into s_rewrite and s_postings."""
     pages = query(con, "ranker/content", first=first, last=last)
     anchors = query(con, "ranker/anchors", first=first, last=last)
     url_text = pl.col("url").map_elements(lambda u: unquote(u.split("://", 1)[-1]), return_dtype=pl.String)
@@ -75,13 +80,14 @@ def _index_chunk(con: duckdb.DuckDBPyConnection, cycle: int, first: int, last: i
         pages.select("url", field=pl.lit(name), content=column, n=pl.lit(1, dtype=pl.Int64))
         for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text))
     ] + [anchors.select("url", field=pl.lit("anchor"), content="anchor", n="links")])
-    con.register("s_rewrite", fields.select("url", "field").unique())
-    con.register("s_postings", _postings(fields))
+    con.register("s_chunk_rewrite", fields.select("url", "field").unique())
+    con.register("s_chunk_postings", _postings(fields))
     try:
-        run_sql(con, "ranker/write_postings", cycle=cycle)
+        con.execute("INSERT INTO s_rewrite SELECT url, field FROM s_chunk_rewrite")
+        con.execute("INSERT INTO s_postings SELECT url, field, term, tf FROM s_chunk_postings")
     finally:
-        con.unregister("s_rewrite")
-        con.unregister("s_postings")
+        con.unregister("s_chunk_rewrite")
+        con.unregister("s_chunk_postings")
 
 
 @contextmanager

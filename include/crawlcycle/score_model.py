@@ -51,12 +51,12 @@ def stage_queries(queries: list[str]) -> pl.DataFrame:
 
 
 def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, queries: pl.DataFrame,
-                  share: float, **limits: int) -> pl.DataFrame:
+                  share: float, found: pl.DataFrame | None = None, **limits: int) -> pl.DataFrame:
     """Features (one row per qid, url) of the pages of ``s_scope`` matching ``queries``: by ``settings.match_mode``,
-    their evidence candidates, or those holding ``share`` of a query's n-grams (``limits``: those of
-    ``ngram_index.match``)."""
+    their evidence candidates (``found`` when given: ``evidence_index.candidates``' result for them), or those
+    holding ``share`` of a query's n-grams (``limits``: those of ``ngram_index.match``)."""
     if settings.match_mode == "evidence":
-        pairs = evidence_candidates(con, settings, cycle, queries)
+        pairs = evidence_candidates(con, settings, cycle, queries, found)
     else:
         pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share, **limits)
     pairs = pairs.join(queries.select("qid", "query_terms"), on="qid")
@@ -69,9 +69,11 @@ def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
 
 
 def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
-                        queries: pl.DataFrame) -> pl.DataFrame:
-    """The evidence candidates of ``queries`` among ``s_scope`` with their n-gram shares and inherited relevance."""
-    found = evidence_index.candidates(con, settings, cycle, queries.select("qid", "query"))
+                        queries: pl.DataFrame, found: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The evidence candidates of ``queries`` among ``s_scope`` (``found`` when given) with their n-gram shares and
+    inherited relevance."""
+    if found is None:
+        found = evidence_index.candidates(con, settings, cycle, queries.select("qid", "query"))
     con.register("s_candidates", found.select("qid", "seq"))
     con.register("s_query_grams", ngram_index.ngrams(queries, "qid", "query", settings.ngram_max))
     try:

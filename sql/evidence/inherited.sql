@@ -12,10 +12,16 @@ WITH linkers AS (
     WHERE l.src <> l.dst
 ), counts AS (
     SELECT seq, count(*) AS linkers FROM linkers GROUP BY seq
+), needed AS (
+    -- the (query, linking page) pairs the candidates need: scoring every page that holds a query term instead would
+    -- grow with queries x pages
+    SELECT DISTINCT c.qid, k.doc FROM s_candidates c JOIN linkers k ON k.seq = c.seq
 ), doc_scores AS (
-    SELECT t.qid, w.doc, sum(w.weight) + any_value(w.prior) AS score
-    FROM s_query_terms t JOIN r_weights w ON w.tid = t.tid
-    GROUP BY t.qid, w.doc
+    SELECT n.qid, n.doc, sum(w.weight) + any_value(w.prior) AS score
+    FROM needed n
+    JOIN s_query_terms t ON t.qid = n.qid
+    JOIN r_weights w ON w.key = t.tid::BIGINT << 32 | n.doc
+    GROUP BY n.qid, n.doc
 ), scored AS (
     SELECT c.qid, c.seq, max(s.score) AS top, sum(s.score) AS total
     FROM s_candidates c

@@ -1,4 +1,5 @@
--- Replace the postings and lengths of the (page, field) pairs in s_rewrite with those in s_postings.
+-- Replace the postings and lengths of the (page, field) pairs in s_rewrite with those in s_postings (the tokenized
+-- chunks of index_pages).
 CREATE OR REPLACE TEMP TABLE r_rewrite AS
 SELECT d.doc, r.field FROM s_rewrite r JOIN posting_docs d ON d.url = r.url;
 INSERT INTO r_touched
@@ -13,3 +14,7 @@ INSERT INTO posting_lengths (doc, field, length)
 SELECT d.doc, s.field, sum(s.tf) FROM s_postings s JOIN posting_docs d ON d.url = s.url GROUP BY d.doc, s.field;
 UPDATE posting_docs SET anchor_cycle = $cycle WHERE url IN (SELECT url FROM s_rewrite WHERE field = 'anchor');
 DROP TABLE r_rewrite;
+DROP TABLE s_rewrite;
+DROP TABLE s_postings;
+DROP TABLE r_content;
+DROP TABLE r_anchor_texts;

@@ -19,6 +19,7 @@ DELETE FROM fetch_requests WHERE cycle = $cycle;
 DELETE FROM sitemap_fetches WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;
 DELETE FROM needy_queries WHERE cycle = $cycle;
+DELETE FROM needy_candidates WHERE cycle = $cycle;
 DELETE FROM sketches WHERE cycle = $cycle;
 DELETE FROM query_improvement WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
