@@ -9,7 +9,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -20,6 +20,7 @@ from crawlcycle.cycle import init
 from crawlcycle.demo_web import DemoWeb, generate
 from crawlcycle.report import print_report
 from crawlcycle.settings import InputError, Settings, SettingsError, write_toml
+from crawlcycle.task_overhead import utc
 from crawlcycle.webserver import ServerHandle, run_forever, serve
 
 
@@ -114,15 +115,11 @@ def run_demo(settings: Settings, cycles: int = 3, airflow_home: Path | None = No
         say(f"backfilling crawl_cycle {first} .. {last}: one cycle per daily query-log partition")
         stack.backfill(first.isoformat(), last.isoformat())
         runs = stack.wait_for_runs(cycles, timeout=300 * cycles)
-        span = max(_utc(r["end_date"]) for r in runs) - min(_utc(r["start_date"]) for r in runs)
+        span = max(utc(r["end_date"]) for r in runs) - min(utc(r["start_date"]) for r in runs)
         say(f"all runs succeeded, {span.total_seconds():.0f} s from the first run's start to the last one's end; "
             "stopping Airflow")
     print_report(settings, airflow_metadata=stack.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
     return 0
-
-
-def _utc(stamp: str) -> datetime:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def run_ui(settings: Settings, port: int = 8080) -> int:

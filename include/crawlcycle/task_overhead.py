@@ -82,12 +82,12 @@ def task_rows(url: str, run_ids: list[str]) -> list[dict[str, Any]]:
         raise MetadataUnavailable(f"Airflow metadata database {shown} cannot be read ({first})") from None
     finally:
         engine.dispose()
-    return [{k: _utc(v) if k.endswith(("_dttm", "_date", "_start", "_end")) else v for k, v in r.items()}
+    return [{k: utc(v) if k.endswith(("_dttm", "_date", "_start", "_end")) else v for k, v in r.items()}
             for r in rows]
 
 
-def _utc(value: datetime | str | None) -> datetime | None:
-    """SQLite gives Airflow's times as text in UTC, PostgreSQL as aware datetimes."""
+def utc(value: datetime | str | None) -> datetime | None:
+    """An Airflow time as a naive UTC datetime: SQLite and the REST API give text, PostgreSQL aware datetimes."""
     if value is None:
         return None
     if isinstance(value, str):
