@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from crawlcycle.fetch import fetch_urls
+from crawlcycle.fetch.fetcher import fetch_urls
 from crawlcycle.settings import load_settings
 
 SERVERS = 4

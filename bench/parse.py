@@ -34,7 +34,7 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.parse import parse_record, parse_warcs
+from crawlcycle.parse.records import parse_record, parse_warcs
 from crawlcycle.settings import EXTRACTORS, Settings, load_settings
 
 SHARED = Path(__file__).resolve().parents[1] / "../shared"

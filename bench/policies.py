@@ -13,10 +13,10 @@ the ``<title>`` of every 2xx HTML page of the snapshot itself (real search logs 
 ``--queries`` of them drawn by a seeded shuffle with a Zipf law, f = ceil(1000 / r) at rank r (no public
 frequencies exist for these sites). Each text source's count is printed once per snapshot.
 
-``--runs K`` repeats each snapshot K times (:mod:`crawlcycle.policy_lab`): run 0 starts from every host's home
-page with the base workload (real snapshots: query shuffle seed 7), run r > 0 from a random page per host with the
+``--runs K`` repeats each snapshot K times (:mod:`crawlcycle.evaluation.policy_lab`): run 0 starts from every host's
+home page with the base workload (real snapshots: query shuffle seed 7), run r > 0 from a random page per host with the
 query texts reshuffled (real snapshots, seed 7 + r) or the frequencies reassigned (generated). Every order is
-judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`crawlcycle.judge`).
+judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`crawlcycle.evaluation.judge`).
 ``--policies a,b`` runs only those policies (the findings whose policies were not all run are skipped);
 ``--set KEY=VALUE`` (repeatable) overrides a setting for every snapshot, after the snapshot's own batch size.
 
@@ -45,10 +45,11 @@ from typing import Any
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle import demo_web, policy_lab
-from crawlcycle.judge import HTML_TYPES
+from crawlcycle.devtools import demo_web
+from crawlcycle.evaluation import policy_lab
+from crawlcycle.evaluation.judge import HTML_TYPES
+from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.settings import POLICIES, SettingsError, load_settings
-from crawlcycle.simulator import simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -154,7 +155,7 @@ def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, c
     runs.summaries.append(summaries)
     runs.walls.append(wall)
     runs.curves.append({p: pl.read_csv(folder[p] / "curve.csv") for p in policies})
-    from crawlcycle.simulator import engagement_text  # does the query-driven part of each policy engage?
+    from crawlcycle.evaluation.simulator import engagement_text  # does the query-driven part of each policy engage?
 
     for policy in ("hybrid", "q_overlap", "q_hybrid", "ml"):
         if policy in summaries:
@@ -171,7 +172,7 @@ def report(name: str, runs: Runs) -> list[str]:
                                                    f"[{100 * s.lo:.1f}, {100 * s.hi:.1f}] n={s.n}")
                      for b, s in by_budget.items()]
             lines.append(f"{name} {policy} {judge}: " + "; ".join(cells))
-    from crawlcycle.simulator import engagement_text  # the query-using policies' engagement, run by run
+    from crawlcycle.evaluation.simulator import engagement_text  # the query-using policies' engagement, run by run
 
     for policy in ("hybrid", "q_overlap", "q_hybrid", "ml"):
         for r, summaries in enumerate(runs.summaries):

@@ -50,9 +50,12 @@ from pathlib import Path
 
 import duckdb
 
-from crawlcycle import cycle, evidence_index, ngram_index, quality, ranker, refit, shard_storage
-from crawlcycle.cycle import CYCLE_STAGES
 from crawlcycle.db import connect, migrate
+from crawlcycle.models import refit
+from crawlcycle.pipeline import shard_storage, stages
+from crawlcycle.pipeline.stages import CYCLE_STAGES
+from crawlcycle.quality import gates
+from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.settings import Settings, load_settings
 
 CYCLE = 6  # the timed cycle; 1..CYCLE-1 are history
@@ -281,15 +284,15 @@ def run_stage(name: str, settings: Settings) -> tuple[float, int, object]:
     return time.perf_counter() - t, peak_rss(), result
 
 
-def run_gates(gates: tuple[str, ...], settings: Settings) -> tuple[float, float, int]:
+def run_gates(names: tuple[str, ...], settings: Settings) -> tuple[float, float, int]:
     """One gate task, in a process of its own: (GX import seconds, validation seconds, peak RSS bytes)."""
     t = time.perf_counter()
-    quality.load_gx()
+    gates.load_gx()
     imported = time.perf_counter() - t
     shards = shard_storage.stored_shards(settings, CYCLE)
     t = time.perf_counter()
-    for gate in gates:
-        cycle.gate(settings, gate, CYCLE, shards)
+    for gate in names:
+        stages.gate(settings, gate, CYCLE, shards)
     return imported, time.perf_counter() - t, peak_rss()
 
 
@@ -346,11 +349,11 @@ def main() -> int:
                   flush=True)
         # The gate tasks of crawl_cycle, on the same cycle (each in its own process, paying the GX import).
         imports, checks = [], []
-        for gates in (("fetch", "parse"), ("update",), ("materialize",)):
-            imported, validated, peak = in_child(run_gates, gates, settings)
+        for names in (("fetch", "parse"), ("update",), ("materialize",)):
+            imported, validated, peak = in_child(run_gates, names, settings)
             imports.append(imported)
             checks.append(validated)
-            print(f"gate {'+'.join(gates)}: validation {validated:.2f} s, GX import {imported:.2f} s, "
+            print(f"gate {'+'.join(names)}: validation {validated:.2f} s, GX import {imported:.2f} s, "
                   f"peak RSS {peak / (1 << 30):.2f} GiB", flush=True)
         reference = {}
         indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=args.scale)

@@ -1,10 +1,10 @@
-"""crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.cycle.
+"""crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.pipeline.stages.
 
 begin -> plan_shards -> fetch[shard] -> parse[shard] -> gate_shards -> update -> gate_update -> refit
 -> select_needy -> score -> materialize -> gate_materialize -> close
 
 gate_shards runs the fetch and the parse gates in one task: a gate task pays the import of Great Expectations
-unless its executor preloaded it (crawlcycle.airflow_executor does, for LocalExecutor), and the shards' output
+unless its executor preloaded it (crawlcycle.airflow.executor does, for LocalExecutor), and the shards' output
 reaches the database only through update, after both gates.
 """
 
@@ -15,7 +15,7 @@ from functools import partial
 import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
-from crawlcycle.airflow_support import GATE_TASKS, dag_settings, db_args, default_args, fetch_args, run_interval
+from crawlcycle.airflow.support import GATE_TASKS, dag_settings, db_args, default_args, fetch_args, run_interval
 from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
@@ -25,7 +25,7 @@ db_task = partial(task, **db_args(settings))
 
 
 def _run(**overrides: object) -> object:
-    from crawlcycle.cycle import run_settings
+    from crawlcycle.pipeline.stages import run_settings
 
     return run_settings({**get_current_context()["params"], **overrides})
 
@@ -51,49 +51,49 @@ def _run(**overrides: object) -> object:
 def crawl_cycle() -> None:
     @db_task
     def begin() -> int:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
         start, end, run_id = run_interval(get_current_context())
-        return cycle.begin(_run(), start, end, run_id)
+        return stages.begin(_run(), start, end, run_id)
 
     @db_task
     def plan_shards(cycle_no: int) -> list[str]:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
-        return cycle.plan_shards(_run(), cycle_no)
+        return stages.plan_shards(_run(), cycle_no)
 
     @task(**fetch_args(settings))
     def fetch(shard_dir: str) -> str:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
-        return cycle.fetch(_run(), shard_dir)
+        return stages.fetch(_run(), shard_dir)
 
     @task
     def parse(shard_dir: str) -> str:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
         # Shards already run in parallel as mapped tasks; a process pool inside a task would
         # re-import the `airflow` entry point in each worker.
-        return cycle.parse(_run(parse_workers=1), shard_dir)
+        return stages.parse(_run(parse_workers=1), shard_dir)
 
     @db_task(trigger_rule="none_failed")
-    def gate(stages: list[str], cycle_no: int, shard_dirs: list[str] | None = None) -> None:
-        from crawlcycle import cycle
+    def gate(gate_names: list[str], cycle_no: int, shard_dirs: list[str] | None = None) -> None:
+        from crawlcycle.pipeline import stages
 
-        for name in stages:
-            print(cycle.gate(_run(), name, cycle_no, list(shard_dirs or [])).message(cycle_no))
+        for name in gate_names:
+            print(stages.gate(_run(), name, cycle_no, list(shard_dirs or [])).message(cycle_no))
 
     @db_task(trigger_rule="none_failed")
     def update(cycle_no: int, shard_dirs: list[str]) -> dict:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
-        return cycle.update_tables(_run(), cycle_no, list(shard_dirs or []))
+        return stages.update_tables(_run(), cycle_no, list(shard_dirs or []))
 
     @db_task
     def stage(name: str, cycle_no: int) -> object:
-        from crawlcycle import cycle
+        from crawlcycle.pipeline import stages
 
-        return cycle.CYCLE_STAGES[name](_run(), cycle_no)
+        return stages.CYCLE_STAGES[name](_run(), cycle_no)
 
     cycle_no = begin()
     fetched = fetch.expand(shard_dir=plan_shards(cycle_no))

@@ -1,6 +1,6 @@
 """Airflow UI plugin: the "Crawl" page (cycles, the next batch and why, hosts, policy curves, model fits).
 
-A FastAPI app mounted at ``/crawl`` serves the page made by :mod:`crawlcycle.crawl_views` from the snapshot
+A FastAPI app mounted at ``/crawl`` serves the page made by :mod:`crawlcycle.ui.crawl_views` from the snapshot
 the writer exports after each cycle, so a page view never opens the DuckDB file; an external view puts
 "Crawl" in the UI's navigation bar and shows the page inside the UI (``/plugin/crawl``).
 
@@ -19,9 +19,9 @@ from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crawlcycle import crawl_views
-from crawlcycle.airflow_runner import DAG_ID
+from crawlcycle.devtools.airflow_stack import DAG_ID
 from crawlcycle.settings import load_settings
+from crawlcycle.ui import crawl_views
 
 
 def may_read_crawl(user: GetUserDep) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.airflow_runner import airflow_env
+from crawlcycle.devtools.airflow_stack import airflow_env
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="crawlcycle-airflow-"))
 os.environ.update(airflow_env(_AIRFLOW_HOME))
@@ -20,9 +20,9 @@ os.environ.pop("CRAWLCYCLE_CONFIG", None)
 for _key in [k for k in os.environ if k.startswith("CRAWLCYCLE_")]:
     del os.environ[_key]
 
-from crawlcycle.demo_web import DemoWeb, generate  # noqa: E402
+from crawlcycle.devtools.demo_web import DemoWeb, generate  # noqa: E402
+from crawlcycle.devtools.warc_server import serve  # noqa: E402
 from crawlcycle.settings import Settings, load_settings  # noqa: E402
-from crawlcycle.webserver import serve  # noqa: E402
 
 USER_AGENT = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 

@@ -148,10 +148,10 @@ def test_a_demo_port_another_program_holds(tmp_path: Path) -> None:
 def test_a_cycle_started_before_the_one_before_it_finished(settings: Settings, tmp_path: Path) -> None:
     from datetime import date
 
-    from crawlcycle import cycle
+    from crawlcycle.pipeline import stages
 
     write_toml(settings, tmp_path / "s.toml")
-    cycle.init(settings)
-    cycle.begin(settings, date(2026, 11, 1))  # opened, never finished
+    stages.init(settings)
+    stages.begin(settings, date(2026, 11, 1))  # opened, never finished
     _one_line(_run("cycle", "--date", "2026-11-02", config=tmp_path / "s.toml"),
               "cycle 1 (interval 2026-11-01) has not finished")

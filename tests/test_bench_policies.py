@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from crawlcycle.demo_web import DemoWeb
-from crawlcycle.policy_lab import (
+from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.evaluation.policy_lab import (
     JUDGES,
     Stats,
     aggregate,

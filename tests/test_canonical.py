@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.canonical import (
+from crawlcycle.parse.canonical import (
     UrlRejected,
     canon_main,
     canonicalize,

@@ -9,8 +9,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crawlcycle.airflow_runner import ROOT
-from crawlcycle.celery_demo import GENERAL_WORKERS, WRITER, check_assignment, run_celery_demo
+from crawlcycle.devtools.airflow_stack import ROOT
+from crawlcycle.devtools.celery_demo import GENERAL_WORKERS, WRITER, check_assignment, run_celery_demo
 from crawlcycle.settings import load_settings
 from tests.test_dag import DB_TASKS
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from crawlcycle.airflow_runner import ADMIN, AirflowStack
 from crawlcycle.db import connect
-from crawlcycle.demo_web import DemoWeb
+from crawlcycle.devtools.airflow_stack import ADMIN, AirflowStack
+from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.settings import write_toml
 from tests.test_crawl_views import crawled_settings, write_simulation
 

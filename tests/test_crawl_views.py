@@ -1,6 +1,6 @@
 """The Crawl page's data and HTML, without Airflow: two real cycles against the demo web on loopback (with a
 missing page and an unreachable host among the seeds, so that fetch errors show), then the snapshot that
-``cycle.close`` exported and the page rendered from it, checked against the crawl database."""
+``stages.close`` exported and the page rendered from it, checked against the crawl database."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ import lxml.html
 import polars as pl
 import pytest
 
-from crawlcycle import crawl_views, cycle
 from crawlcycle.db import connect
-from crawlcycle.demo_web import DemoWeb
-from crawlcycle.ground_truth import Truth
+from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.evaluation.ground_truth import Truth
+from crawlcycle.evaluation.simulator import curve, summarize
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
-from crawlcycle.simulator import curve, summarize
+from crawlcycle.ui import crawl_views
 from tests.conftest import demo_settings
 
 
@@ -36,9 +37,9 @@ def crawled_settings(folder: Path, demo_web: DemoWeb, port: int) -> Settings:
     seeds.write_text(demo_web.seeds.read_text() + "http://hiking.demo.test/no-such-page.html\nhttp://down.test/\n")
     settings = demo_settings(folder, demo_web, port, seeds_file=str(seeds),
                              connect_to=f"down.test=127.0.0.1:{_closed_port()},*.test=127.0.0.1:{port}")
-    cycle.init(settings)
+    stages.init(settings)
     for day in (1, 2):
-        cycle.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
+        stages.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
     return settings
 
 

@@ -14,10 +14,10 @@ import duckdb
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle import cycle
 from crawlcycle.db import connect
-from crawlcycle.demo_web import DemoWeb
-from crawlcycle.robots import RobotsRules, origin_of
+from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.fetch.robots import RobotsRules, origin_of
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import POLICIES, Settings
 from tests.tables import table_digest
 
@@ -29,9 +29,9 @@ def _q(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 
 
 def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
-    cycle.init(settings)
-    first = cycle.run_cycle(settings, DAY1, progress=lambda m: None)
-    second = cycle.run_cycle(settings, DAY2, progress=lambda m: None)
+    stages.init(settings)
+    first = stages.run_cycle(settings, DAY1, progress=lambda m: None)
+    second = stages.run_cycle(settings, DAY2, progress=lambda m: None)
     assert (first["cycle"], second["cycle"]) == (1, 2)
     assert 0 < first["fetched"] <= first["pages_total"] < second["pages_total"]
     with connect(settings, read_only=True) as con:
@@ -93,8 +93,8 @@ def test_a_sitemap_brings_the_pages_it_lists_into_the_frontier(settings: Setting
     host = urlsplit(robots_url).hostname
     (tmp_path / "seeds.txt").write_text(f"http://{host}/\n")
     s = replace(settings, seeds_file=str(tmp_path / "seeds.txt"))
-    cycle.init(s)
-    cycle.run_cycle(s, DAY1, progress=lambda m: None)
+    stages.init(s)
+    stages.run_cycle(s, DAY1, progress=lambda m: None)
     with connect(s, read_only=True) as con:
         (url, kind, entries, admitted, reason), = con.execute(
             "SELECT url, kind, entries, admitted, reason FROM v_sitemaps WHERE host = ?", [host]).fetchall()
@@ -109,11 +109,11 @@ def test_a_sitemap_brings_the_pages_it_lists_into_the_frontier(settings: Setting
 
 
 def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> None:
-    cycle.init(settings)
-    cycle.run_cycle(settings, DAY1, progress=lambda m: None)
-    cycle.run_cycle(settings, DAY2, progress=lambda m: None)
+    stages.init(settings)
+    stages.run_cycle(settings, DAY1, progress=lambda m: None)
+    stages.run_cycle(settings, DAY2, progress=lambda m: None)
     before = table_digest(settings)
-    again = cycle.run_cycle(settings, DAY2, progress=lambda m: None)
+    again = stages.run_cycle(settings, DAY2, progress=lambda m: None)
     assert again["cycle"] == 2
     assert table_digest(settings) == before
 
@@ -121,8 +121,8 @@ def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> No
 @pytest.mark.parametrize("policy", POLICIES)
 def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str) -> None:
     s = replace(settings, policy=policy)
-    cycle.init(s)
-    cycle.run_cycle(s, DAY1, progress=lambda m: None)
+    stages.init(s)
+    stages.run_cycle(s, DAY1, progress=lambda m: None)
     with connect(s, read_only=True) as con:
         rows = _q(con, "SELECT b.rank, b.priority, f.discovery_seq, f.in_links, f.pagerank FROM batches b "
                        "JOIN frontier f USING (url) WHERE b.cycle = 2 ORDER BY b.rank")
@@ -133,8 +133,8 @@ def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str)
 
 
 def test_a_cycle_waits_for_the_one_before(settings: Settings) -> None:
-    cycle.init(settings)
-    assert cycle.begin(settings, DAY1) == 1
-    with pytest.raises(cycle.CycleOrderError, match=r"cycle 1 \(interval 2026-11-01\) has not finished"):
-        cycle.begin(settings, DAY2)
-    assert cycle.begin(settings, DAY1) == 1  # the unfinished interval itself may run again
+    stages.init(settings)
+    assert stages.begin(settings, DAY1) == 1
+    with pytest.raises(stages.CycleOrderError, match=r"cycle 1 \(interval 2026-11-01\) has not finished"):
+        stages.begin(settings, DAY2)
+    assert stages.begin(settings, DAY1) == 1  # the unfinished interval itself may run again

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.airflow_support import DUCKDB_POOL, log_failure
+from crawlcycle.airflow.support import DUCKDB_POOL, log_failure
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
 
@@ -55,7 +55,7 @@ def test_the_dag_needs_a_user_agent(settings: Settings, airflow_db: Path, tmp_pa
 
 
 def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
-    from crawlcycle.cycle import init
+    from crawlcycle.pipeline.stages import init
 
     init(settings)
     dag = dagbag.dags["crawl_cycle"]
@@ -131,8 +131,8 @@ def test_a_failing_gate_fails_its_task_and_nothing_reaches_duckdb(settings: Sett
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
-    from crawlcycle.cycle import init
-    from crawlcycle.gate_suites import suites
+    from crawlcycle.pipeline.stages import init
+    from crawlcycle.quality.gate_suites import suites
 
     # No demo page holds 1,000 links: the parse gate's links_per_page check fails on cycle 1.
     broken = replace(settings, gate_min_links_per_page=1000.0, gate_min_sample=1, task_retries=0)

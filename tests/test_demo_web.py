@@ -17,8 +17,8 @@ import pytest
 from protego import Protego
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle.demo_web import generate
-from crawlcycle.sitemaps import read_sitemap
+from crawlcycle.devtools.demo_web import generate
+from crawlcycle.fetch.sitemaps import read_sitemap
 
 
 def read_warc(path: Path) -> dict[str, dict]:

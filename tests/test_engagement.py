@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle import cycle
 from crawlcycle.db import SQL_DIR, connect, migrate, run_sql
-from crawlcycle.demo_web import DemoWeb
-from crawlcycle.report import print_report
+from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
+from crawlcycle.ui.report import print_report
 from tests.conftest import demo_settings
 
 DAYS = [date(2026, 11, 1), date(2026, 11, 2)]
@@ -50,9 +50,9 @@ def recomputed(settings: Settings, c: int) -> dict:
 def hybrid(tmp_path_factory: pytest.TempPathFactory, demo_web: DemoWeb, demo_server: int) -> Settings:
     """Two hybrid cycles (the default policy)."""
     settings = demo_settings(tmp_path_factory.mktemp("hybrid"), demo_web, demo_server)
-    cycle.init(settings)
+    stages.init(settings)
     for day in DAYS:
-        cycle.run_cycle(settings, day, progress=lambda m: None)
+        stages.run_cycle(settings, day, progress=lambda m: None)
     return settings
 
 
@@ -91,7 +91,7 @@ def test_the_report_prints_each_cycle_s_engagement(hybrid: Settings, capsys: pyt
 
 def test_a_replay_writes_the_same_figures(hybrid: Settings, tmp_path: Path) -> None:
     before = figures(hybrid)
-    again = cycle.run_cycle(hybrid, DAYS[1], progress=lambda m: None)
+    again = stages.run_cycle(hybrid, DAYS[1], progress=lambda m: None)
     assert again["cycle"] == 2 and {f: again[f] for f in FIGURES} == before[2]
     assert figures(hybrid) == before
 
@@ -99,8 +99,8 @@ def test_a_replay_writes_the_same_figures(hybrid: Settings, tmp_path: Path) -> N
 def test_a_policy_without_a_query_part_has_null_figures(tmp_path: Path, demo_web: DemoWeb,
                                                         demo_server: int) -> None:
     settings = demo_settings(tmp_path, demo_web, demo_server, policy="bfs")
-    cycle.init(settings)
-    cycle.run_cycle(settings, DAYS[0], progress=lambda m: None)
+    stages.init(settings)
+    stages.run_cycle(settings, DAYS[0], progress=lambda m: None)
     (row,) = figures(settings).values()
     # needy queries are selected whatever the policy; bfs looks for no candidates, sketches nothing, and its
     # priorities have no query part
@@ -113,8 +113,8 @@ def test_a_policy_without_a_query_part_has_null_figures(tmp_path: Path, demo_web
 def test_the_other_query_policies_show_their_query_part(tmp_path: Path, demo_web: DemoWeb, demo_server: int,
                                                         policy: str) -> None:
     settings = demo_settings(tmp_path, demo_web, demo_server, policy=policy)
-    cycle.init(settings)
-    cycle.run_cycle(settings, DAYS[0], progress=lambda m: None)
+    stages.init(settings)
+    stages.run_cycle(settings, DAYS[0], progress=lambda m: None)
     (row,) = figures(settings).values()
     again = recomputed(settings, 1)
     assert row == {**again, "batch_query_share": pytest.approx(again["batch_query_share"], abs=1e-9),

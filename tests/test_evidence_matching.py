@@ -15,11 +15,13 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle import evidence_index, policies, score_model
 from crawlcycle.db import connect, run_sql
-from crawlcycle.ngram_index import ngrams
+from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.models import score_model
+from crawlcycle.ordering import registry
+from crawlcycle.ranking import evidence_index
+from crawlcycle.ranking.ngram_index import ngrams
 from crawlcycle.settings import load_settings
-from crawlcycle.simulator import simulate
 from tests.conftest import USER_AGENT
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -139,7 +141,7 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
         stored = evidence_index.stored_candidates(con, cycle, queries)
         assert stored is not None and stored.height > queries.height
         assert stored.equals(evidence_index.candidates(con, settings, cycle, queries.select("qid", "query")))
-        policies.score_frontier(con, settings, cycle)
+        registry.score_frontier(con, settings, cycle)
         reused = [con.execute(sql, {"c": cycle}).fetchall() for sql in (scored, sketched)]
         assert reused[1]
         # one row short: the store is not used (and no store at all likewise), the queries are matched again
@@ -147,5 +149,5 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
                     "WHERE cycle = ?)", [cycle])
         assert evidence_index.stored_candidates(con, cycle, queries) is None
         con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
-        policies.score_frontier(con, settings, cycle)
+        registry.score_frontier(con, settings, cycle)
         assert [con.execute(sql, {"c": cycle}).fetchall() for sql in (scored, sketched)] == reused

@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle import shard_files
-from crawlcycle.fetch import fetch_urls
-from crawlcycle.politeness import read_journal
+from crawlcycle.fetch.fetcher import fetch_urls
+from crawlcycle.fetch.politeness import read_journal
+from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings, load_settings, write_toml
 from tests.faultserver import (
     FaultServer,
@@ -491,12 +491,12 @@ def test_dns_is_bounded_and_asked_once_per_host(server: FaultServer, tmp_path: P
 _FETCH_SHARD = """
 import sys, time
 from pathlib import Path
-from crawlcycle import cycle
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import load_settings
 settings, go = load_settings(sys.argv[1]), Path(sys.argv[3])
 while not go.exists():  # imported and ready: the retry starts the moment it is told to
     time.sleep(0.005)
-cycle.fetch(settings, sys.argv[2])
+stages.fetch(settings, sys.argv[2])
 """
 
 

@@ -15,11 +15,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from crawlcycle import cycle, shard_storage
 from crawlcycle.db import connect
-from crawlcycle.demo_web import DemoWeb
-from crawlcycle.gate_suites import check_names, suites
-from crawlcycle.quality import GateFailed
+from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.pipeline import shard_storage, stages
+from crawlcycle.quality.gate_suites import check_names, suites
+from crawlcycle.quality.gates import GateFailed
 from crawlcycle.settings import Settings, write_toml
 from tests.conftest import demo_settings
 
@@ -29,9 +29,9 @@ CYCLE = 2  # the cycle whose output is corrupted; it chose batch 3
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory: pytest.TempPathFactory, demo_web: DemoWeb, demo_server: int) -> Settings:
     s = demo_settings(tmp_path_factory.mktemp("golden"), demo_web, demo_server)
-    cycle.init(s)
+    stages.init(s)
     for day in (1, 2):
-        cycle.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
+        stages.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
     return s
 
 
@@ -159,7 +159,7 @@ def test_the_gate_fails_on_its_corruption(state: Settings, check: str) -> None:
     changed = corrupt(state)
     s = changed if isinstance(changed, Settings) else state
     with pytest.raises(GateFailed) as failed:
-        cycle.gate(s, stage, CYCLE, shards(s))
+        stages.gate(s, stage, CYCLE, shards(s))
     message = str(failed.value)
     head = f"gate {stage} failed for cycle {CYCLE} on "
     assert message.startswith(head) and f"FAIL {check}:" in message
@@ -173,18 +173,18 @@ def test_the_gate_fails_on_its_corruption(state: Settings, check: str) -> None:
 def test_a_check_set_to_warn_is_recorded_but_lets_the_cycle_go_on(state: Settings) -> None:
     sql(f"UPDATE frontier SET status = 'unfetched' WHERE url = {CRAWLED}")(state)
     warned = replace(state, gate_warn="frontier_crawled_disjoint")
-    report = cycle.gate(warned, "update", CYCLE)
+    report = stages.gate(warned, "update", CYCLE)
     assert "WARN frontier_crawled_disjoint: 1 rows" in report.message(CYCLE)
     with connect(state, read_only=True) as con:
         assert con.execute("SELECT success, severity, failed_rows FROM dq_results WHERE expectation = "
                            "'frontier_crawled_disjoint' AND cycle = ?", [CYCLE]).fetchall() == [(False, "warn", 1)]
     with pytest.raises(ValueError, match="gate_warn: unknown checks no_such_check"):
-        cycle.gate(replace(state, gate_warn="no_such_check"), "update", CYCLE)
+        stages.gate(replace(state, gate_warn="no_such_check"), "update", CYCLE)
 
 
 def test_distribution_checks_skip_small_samples(state: Settings) -> None:
     CORRUPTIONS["error_share"][1](state)
-    report = cycle.gate(replace(state, gate_min_sample=10_000), "fetch", CYCLE, shards(state))
+    report = stages.gate(replace(state, gate_min_sample=10_000), "fetch", CYCLE, shards(state))
     skipped = next(o for o in report.outcomes if o.check == "error_share")
     assert skipped.success and skipped.observed.startswith("skipped:")
 

@@ -4,8 +4,8 @@ import duckdb
 import numpy as np
 
 from crawlcycle.db import migrate
-from crawlcycle.graph import pagerank
-from crawlcycle.refit import refit_link_graph
+from crawlcycle.models.graph import pagerank
+from crawlcycle.models.refit import refit_link_graph
 
 
 def _dense_pagerank(edges: list[tuple[int, int]], n: int, d: float = 0.85) -> np.ndarray:

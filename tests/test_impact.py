@@ -10,9 +10,12 @@ import duckdb
 import polars as pl
 import pytest
 
-from crawlcycle import cycle, ngram_index, policies, prestige, ranker
 from crawlcycle.db import connect, migrate
-from crawlcycle.materialize import materialize
+from crawlcycle.models import prestige
+from crawlcycle.ordering import registry
+from crawlcycle.pipeline import stages
+from crawlcycle.pipeline.materialize import materialize
+from crawlcycle.ranking import ngram_index, ranker
 from crawlcycle.settings import Settings, load_settings
 
 DAY = date(2026, 11, 1)
@@ -147,10 +150,10 @@ def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(state: Set
                      ("http://blog.test/notes", plain, "another person")])
         con.executemany("INSERT INTO query_log (partition, query, frequency) VALUES (?, ?, ?)",
                         [(DAY, "football scores", 1000.0), (DAY, "judy inklesmurf", 3.0)])
-    cycle.refit_models(state, 1)
-    cycle.select_needy(state, 1)
-    cycle.score(state, 1)
-    cycle.materialize(state, 1)
+    stages.refit_models(state, 1)
+    stages.select_needy(state, 1)
+    stages.score(state, 1)
+    stages.materialize(state, 1)
     with connect(state, read_only=True) as con:
         assert con.execute("SELECT url FROM batches WHERE cycle = 2").fetchall() == [(tail,)]
         explain = con.execute("SELECT url, query_impact, query_part, prestige_part, needy_queries "
@@ -165,7 +168,7 @@ def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(state: Set
             == [("judy inklesmurf", tail, False)]
     # Ordered by PageRank alone, the hub goes first.
     with connect(state) as con:
-        policies.score_frontier(con, load_settings(overrides={**_overrides(state), "policy": "pagerank"}, environ={}),
+        registry.score_frontier(con, load_settings(overrides={**_overrides(state), "policy": "pagerank"}, environ={}),
                                 1)
         assert materialize(con, state, 1)["url"].to_list() == [hub]
 

@@ -7,9 +7,9 @@ from datetime import date
 
 import polars as pl
 
-from crawlcycle import improvability
 from crawlcycle.db import connect, migrate
-from crawlcycle.needy_queries import select_needy
+from crawlcycle.models import improvability
+from crawlcycle.ordering.needy_queries import select_needy
 from crawlcycle.settings import Settings
 
 

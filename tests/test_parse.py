@@ -12,10 +12,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.canonical import canonicalize
-from crawlcycle.parse import LINKS_SCHEMA, PAGES_SCHEMA, REASONS, REJECTS_SCHEMA, parse_warcs
+from crawlcycle.parse.canonical import canonicalize
+from crawlcycle.parse.records import LINKS_SCHEMA, PAGES_SCHEMA, REASONS, REJECTS_SCHEMA, parse_warcs
+from crawlcycle.parse.simhash import NearDuplicateIndex, hamming, simhash
 from crawlcycle.settings import load_settings
-from crawlcycle.simhash import NearDuplicateIndex, hamming, simhash
 
 CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"

@@ -8,7 +8,8 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-from crawlcycle import cycle, parse_cache
+from crawlcycle.parse import parse_cache
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
 
 PARSED = ("pages.parquet", "links.parquet", "rejects.parquet")
@@ -16,8 +17,8 @@ PARSED = ("pages.parquet", "links.parquet", "rejects.parquet")
 
 def _cycle(settings: Settings, folder: Path, **overrides: object) -> list[Path]:
     s = replace(settings, db_path=str(folder / "crawl.duckdb"), data_dir=str(folder / "data"), **overrides)
-    cycle.init(s)
-    cycle.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
+    stages.init(s)
+    stages.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
     return sorted((folder / "data" / "cycles" / "00001").glob("shard-*"))
 
 

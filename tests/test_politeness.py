@@ -7,7 +7,7 @@ from email.utils import formatdate
 
 import pytest
 
-from crawlcycle.politeness import HostPoliteness, parse_retry_after
+from crawlcycle.fetch.politeness import HostPoliteness, parse_retry_after
 from crawlcycle.settings import Settings, load_settings
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from crawlcycle.db import migrate
-from crawlcycle.query_log import ingest_partition, page_impressions, partition_dir, read_partition
+from crawlcycle.ranking.query_log import ingest_partition, page_impressions, partition_dir, read_partition
 from crawlcycle.settings import Settings, load_settings
 
 DAY = date(2026, 11, 1)

@@ -9,9 +9,9 @@ from dataclasses import replace
 import duckdb
 import pytest
 
-from crawlcycle import cycle
 from crawlcycle.db import connect
-from crawlcycle.learned_combination import FEATURES, FOLDS, GRID
+from crawlcycle.ordering.ml import FEATURES, FOLDS, GRID
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
 from tests.test_impact import DAY, add_links, add_page, add_urls, state  # noqa: F401 - state is a fixture
 
@@ -40,10 +40,10 @@ def build(s: Settings, crawled_pages: int = 30) -> None:
 
 def score(s: Settings, policy: str) -> dict[str, tuple[float, dict]]:
     s = replace(s, policy=policy, batch_size=4)
-    cycle.refit_models(s, 1)
-    cycle.select_needy(s, 1)
-    cycle.score(s, 1)
-    cycle.materialize(s, 1)
+    stages.refit_models(s, 1)
+    stages.select_needy(s, 1)
+    stages.score(s, 1)
+    stages.materialize(s, 1)
     with connect(s, read_only=True) as con:
         return {u: (p, json.loads(parts)) for u, p, parts in
                 con.execute("SELECT url, priority, parts FROM frontier_scores WHERE cycle = 1").fetchall()}

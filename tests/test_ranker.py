@@ -17,10 +17,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle import ranker
 from crawlcycle.db import connect, migrate
-from crawlcycle.parse import parse_warcs
-from crawlcycle.refit import refit_link_graph
+from crawlcycle.models.refit import refit_link_graph
+from crawlcycle.parse.records import parse_warcs
+from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings, SettingsError, load_settings
 
 CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"

@@ -20,7 +20,7 @@ def test_quick_start_is_two_commands() -> None:
 
 
 def test_gate_table_lists_every_check() -> None:
-    from crawlcycle.gate_suites import suites
+    from crawlcycle.quality.gate_suites import suites
     from crawlcycle.settings import Settings
 
     rows = re.findall(r"^\| (\w+) \| `(\w+)` \| (.+) \|$", README, flags=re.MULTILINE)

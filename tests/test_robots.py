@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.robots import RobotsRules, StoredRobots, origin_of, robots_url
+from crawlcycle.fetch.robots import RobotsRules, StoredRobots, origin_of, robots_url
 
 CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "google_robotstxt_cases.json"
 

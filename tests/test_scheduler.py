@@ -12,11 +12,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crawlcycle.airflow_runner import AirflowStack
-from crawlcycle.airflow_support import DUCKDB_POOL
+from crawlcycle.airflow.support import DUCKDB_POOL
 from crawlcycle.db import connect
-from crawlcycle.report import airflow_runs, cycle_summary
+from crawlcycle.devtools.airflow_stack import AirflowStack
 from crawlcycle.settings import Settings, write_toml
+from crawlcycle.ui.report import airflow_runs, cycle_summary
 from tests.tables import table_digest
 
 pytestmark = pytest.mark.slow
@@ -44,7 +44,7 @@ def _cycles(settings: Settings) -> list[tuple]:
 
 
 def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: Path) -> None:
-    from crawlcycle.cycle import init
+    from crawlcycle.pipeline.stages import init
 
     write_toml(settings, tmp_path / "settings.toml")
     init(settings)

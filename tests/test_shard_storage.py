@@ -11,9 +11,9 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from crawlcycle import cycle, shard_storage
 from crawlcycle.cli import main
 from crawlcycle.db import connect
+from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.settings import Settings, write_toml
 
 SHARD_FILES = {"urls.parquet", "hosts_in.parquet", "responses.warc.gz", "fetch_log.parquet", "pages.parquet",
@@ -42,9 +42,9 @@ def test_cycles_exchange_shards_through_a_url(settings: Settings, tmp_path: Path
                                               scheme: str) -> None:
     url = (tmp_path / "store").as_uri() if scheme == "file" else memory_url
     s = replace(settings, shard_storage=url)
-    cycle.init(s)
-    first = cycle.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
-    second = cycle.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)
+    stages.init(s)
+    first = stages.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
+    second = stages.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)
     assert first["fetched"] > 0 and second["fetched"] > 0
     assert not (Path(s.data_dir) / "cycles").exists()
     stored = _stored(shard_storage.cycle_location(s, 2))

@@ -14,8 +14,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
+from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
 from crawlcycle.settings import POLICIES, Settings, load_settings
-from crawlcycle.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
 from tests.conftest import USER_AGENT
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -191,7 +191,7 @@ def test_side_by_side_runs_give_the_outputs_of_a_serial_run(inputs: dict[str, Pa
 
 
 def test_the_truth_is_kept_until_an_input_or_setting_changes(inputs: dict[str, Path], tmp_path: Path) -> None:
-    from crawlcycle.ground_truth import ground_truth
+    from crawlcycle.evaluation.ground_truth import ground_truth
 
     cache = tmp_path / "cache"
     settings = _settings(parse_cache=str(cache / "parse.sqlite"))

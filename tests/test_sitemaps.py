@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle import shard_files
-from crawlcycle.sitemaps import read_sitemap
+from crawlcycle.fetch.sitemaps import read_sitemap
+from crawlcycle.pipeline import shard_files
 from tests.faultserver import FaultServer, page, respond
 from tests.test_fetch import gaps, run, settings_for
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle import cycle
 from crawlcycle.db import connect
+from crawlcycle.devtools.warc_server import serve
+from crawlcycle.pipeline import stages
 from crawlcycle.settings import load_settings
-from crawlcycle.webserver import serve
 from tests.conftest import USER_AGENT
 
 SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev-docs.warc.gz"
@@ -30,9 +30,9 @@ def test_two_cycles_over_the_real_documentation_web(tmp_path: Path, docs_port: i
         "min_delay": 0.01, "max_delay": 0.5, "db_path": str(tmp_path / "crawl.duckdb"),
         "data_dir": str(tmp_path / "data"), "seeds_file": str(seeds), "query_log_dir": str(tmp_path / "queries"),
         "batch_size": 80, "per_host_cap": 40, "shards": 2, "parse_workers": 1, "policy": "indegree"})
-    cycle.init(settings)
+    stages.init(settings)
     for day in (1, 2):
-        cycle.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
+        stages.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
     with connect(settings, read_only=True) as con:
         def q(sql: str) -> list[tuple]:
             return con.execute(sql).fetchall()

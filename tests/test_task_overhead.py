@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle import cycle
-from crawlcycle.cycle import record_seconds
 from crawlcycle.db import connect
-from crawlcycle.report import print_report
+from crawlcycle.pipeline import stages
+from crawlcycle.pipeline.stages import record_seconds
 from crawlcycle.settings import Settings, write_toml
+from crawlcycle.ui.report import print_report
 
 T0 = datetime(2026, 11, 24, 12, 0, 0)
 RUN = "backfill__2026-11-01T00:00:00+00:00"
@@ -47,12 +47,12 @@ def _metadata(path: Path) -> str:
 @pytest.fixture
 def crawl(settings: Settings) -> Settings:
     """A crawl database with cycle 1 run by Airflow (its stage seconds recorded) and cycle 2 by `crawlcycle cycle`."""
-    cycle.init(settings)
-    first = cycle.begin(settings, date(2026, 11, 1), run_id=RUN)
+    stages.init(settings)
+    first = stages.begin(settings, date(2026, 11, 1), run_id=RUN)
     with connect(settings) as con:
         record_seconds(con, first, SECONDS)
         con.execute("UPDATE cycles SET status = 'done', finished_at = current_timestamp")
-    cycle.begin(settings, date(2026, 11, 2))
+    stages.begin(settings, date(2026, 11, 2))
     return settings
 
 

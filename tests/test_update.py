@@ -8,11 +8,11 @@ from pathlib import Path
 
 import polars as pl
 
-from crawlcycle import cycle
 from crawlcycle.db import connect, migrate
+from crawlcycle.parse.simhash import simhash
+from crawlcycle.pipeline import stages
+from crawlcycle.pipeline.update import mark_stored_duplicates
 from crawlcycle.settings import Settings
-from crawlcycle.simhash import simhash
-from crawlcycle.update import mark_stored_duplicates
 from tests.faultserver import FaultServer, respond
 
 TEXT = " ".join(f"word{i}" for i in range(1000))
@@ -40,9 +40,9 @@ def test_pages_repeating_an_earlier_cycle_are_marked(settings: Settings, tmp_pat
 
 def test_rejected_links_and_the_per_host_cap_are_recorded(settings: Settings) -> None:
     s = replace(settings, max_urls_per_host=5)
-    cycle.init(s)
-    cycle.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
-    cycle.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)
+    stages.init(s)
+    stages.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
+    stages.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)
     with connect(s, read_only=True) as con:
         reasons = dict(con.execute("SELECT reason, count(*) FROM url_rejects GROUP BY reason").fetchall())
         # Links admit at most the cap per host (seeds and pages reached by in-line redirects come on top).
@@ -61,10 +61,10 @@ def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, 
     seeds.write_text("http://dead.example/\n")
     s = replace(settings, seeds_file=str(seeds), retry_limit=3,
                 connect_to=f"dead.example=127.0.0.1:{closed},{settings.connect_to}")
-    cycle.init(s)
+    stages.init(s)
     states = []
     for day in range(1, 6):
-        cycle.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
+        stages.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
         with connect(s, read_only=True) as con:
             states.append(con.execute("SELECT status, attempts, retry_after_cycle FROM frontier "
                                       "WHERE url = 'http://dead.example/'").fetchall()[0])
@@ -85,9 +85,9 @@ def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Setting
         # bfs with one URL per batch: cycle 2 fetches /old alone, which redirects to /target, known since cycle 1
         s = replace(settings, seeds_file=str(seeds), policy="bfs", batch_size=1, min_delay=0.0,
                     connect_to=f"r.test=127.0.0.1:{server.port},{settings.connect_to}")
-        cycle.init(s)
-        cycle.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
-        cycle.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)  # the update gate checks it too
+        stages.init(s)
+        stages.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)
+        stages.run_cycle(s, date(2026, 11, 2), progress=lambda m: None)  # the update gate checks it too
     finally:
         server.close()
     with connect(s, read_only=True) as con:

@@ -12,8 +12,9 @@ import duckdb
 import numpy as np
 import pytest
 
-from crawlcycle import policies, ranker
 from crawlcycle.db import connect, migrate, run_sql
+from crawlcycle.ordering import registry
+from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings, load_settings
 from tests.test_impact import add_links, add_urls
 
@@ -46,7 +47,7 @@ def shown(con: duckdb.DuckDBPyConnection, views: dict[str, int]) -> None:
 
 def scores(s: Settings, policy: str, cycle: int = 1) -> dict[str, float]:
     with connect(s) as con:
-        policies.score_frontier(con, replace(s, policy=policy), cycle)
+        registry.score_frontier(con, replace(s, policy=policy), cycle)
         return dict(con.execute("SELECT url, priority FROM frontier_scores WHERE cycle = ?", [cycle]).fetchall())
 
 

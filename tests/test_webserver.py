@@ -14,8 +14,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.demo_web import generate
-from crawlcycle.webserver import WarcWeb, canonical_target, serve
+from crawlcycle.devtools.demo_web import generate
+from crawlcycle.devtools.warc_server import WarcWeb, canonical_target, serve
 
 DEV_DOCS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "dev-docs.warc.gz"
 

@@ -10,7 +10,7 @@ import time
 from datetime import date
 from pathlib import Path
 
-from crawlcycle.gate_suites import STAGES
+from crawlcycle.quality.gate_suites import STAGES
 from crawlcycle.settings import (
     CONFIG_ENV,
     SETTING_NAMES,
@@ -62,7 +62,7 @@ def _settings(args: argparse.Namespace, fetches: bool = False) -> Settings:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from crawlcycle.cycle import init
+    from crawlcycle.pipeline.stages import init
 
     out = init(_settings(args))
     rejected = f", {out['rejected']} seed lines rejected (see url_rejects)" if out["rejected"] else ""
@@ -71,7 +71,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_web(args: argparse.Namespace) -> int:
-    from crawlcycle import demo
+    from crawlcycle.devtools import demo
 
     settings = _settings(args)
     web = demo.ensure_demo_web(settings, regenerate=args.regenerate)
@@ -82,7 +82,7 @@ def cmd_demo_web(args: argparse.Namespace) -> int:
 
 
 def cmd_cycle(args: argparse.Namespace) -> int:
-    from crawlcycle.cycle import run_cycle
+    from crawlcycle.pipeline.stages import run_cycle
 
     settings = _settings(args, fetches=True)
     day = date.fromisoformat(args.date) if args.date else date.today()
@@ -91,15 +91,15 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from crawlcycle.report import print_report
+    from crawlcycle.ui.report import print_report
 
     print_report(_settings(args))
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from crawlcycle import cycle, shard_storage
-    from crawlcycle.quality import GateFailed
+    from crawlcycle.pipeline import shard_storage, stages
+    from crawlcycle.quality.gates import GateFailed
 
     settings = _settings(args)
     shards = shard_storage.stored_shards(settings, args.cycle)
@@ -108,7 +108,7 @@ def cmd_check(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        print(cycle.gate(settings, args.stage, args.cycle, shards).message(args.cycle))
+        print(stages.gate(settings, args.stage, args.cycle, shards).message(args.cycle))
     except GateFailed as e:
         print(e)
         return 1
@@ -116,8 +116,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from crawlcycle.canonical import UrlRejected, canonicalize
-    from crawlcycle.fetch import fetch_urls
+    from crawlcycle.fetch.fetcher import fetch_urls
+    from crawlcycle.parse.canonical import UrlRejected, canonicalize
 
     settings = _settings(args, fetches=True)
     path = Path(args.urls)
@@ -138,20 +138,20 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_canon(args: argparse.Namespace) -> int:
-    from crawlcycle.canonical import canon_main
+    from crawlcycle.parse.canonical import canon_main
 
     return canon_main(sys.stdin, sys.stdout, _settings(args))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from crawlcycle import demo
+    from crawlcycle.devtools import demo
 
     return demo.run_demo(_settings(args, fetches=True), cycles=args.cycles)
 
 
 def cmd_celery_demo(args: argparse.Namespace) -> int:
-    from crawlcycle.airflow_runner import ROOT
-    from crawlcycle.celery_demo import run_celery_demo
+    from crawlcycle.devtools.airflow_stack import ROOT
+    from crawlcycle.devtools.celery_demo import run_celery_demo
 
     try:
         result = run_celery_demo(_settings(args, fetches=True), ROOT / "data" / "celery-demo", cycles=args.cycles)
@@ -162,7 +162,7 @@ def cmd_celery_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    from crawlcycle import demo
+    from crawlcycle.devtools import demo
 
     return demo.run_ui(_settings(args, fetches=True))
 
@@ -189,8 +189,8 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from crawlcycle.evaluation.simulator import simulate
     from crawlcycle.settings import POLICIES
-    from crawlcycle.simulator import simulate
 
     run_all = args.policies == "all"
     settings = _settings(args, fetches=True)
@@ -215,7 +215,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_airflow_env(args: argparse.Namespace) -> int:
-    from crawlcycle.airflow_runner import ROOT, airflow_env
+    from crawlcycle.devtools.airflow_stack import ROOT, airflow_env
 
     for key, value in airflow_env(ROOT / ".airflow", config=_config(args)).items():
         print(f"export {key}='{value}'")

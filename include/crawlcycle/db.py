@@ -1,4 +1,4 @@
-"""The DuckDB crawl database: connections, migrations, and SQL files from ``sql/``.
+"""The DuckDB crawl database: connections, migrations, and the SQL files shipped in the package (``crawlcycle/sql/``).
 
 Only one process may have the file open at a time (readers included), so every caller opens it
 through :func:`connect`, briefly, and Airflow runs all such tasks in a one-slot pool.
@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ import polars as pl
 
 from crawlcycle.settings import Settings, SettingsError
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+# A folder on disk: the package is installed unzipped (editable or not), so Path operations (glob) work on it.
+SQL_DIR = Path(str(resources.files("crawlcycle") / "sql"))
 _PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
 
 

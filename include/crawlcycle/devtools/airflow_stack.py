@@ -1,0 +1,225 @@
+"""Run the project's Airflow from a script: ``airflow standalone`` (scheduler, LocalExecutor, API server, DAG
+processor, triggerer, SQLite metadata) for the demo and the end-to-end test, or each component as its own
+process (``start_components``) for the Celery demo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import requests
+
+from crawlcycle.airflow.support import DUCKDB_POOL
+
+ROOT = Path(__file__).resolve().parents[3]
+DAG_ID = "crawl_cycle"
+ADMIN = ("admin", "admin")
+
+
+def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dict[str, str]:
+    """Environment for every Airflow process of this project (absolute paths; airflow.cfg has the rest)."""
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW_CONFIG": str(ROOT / "airflow.cfg"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+    }
+    if config:
+        env["CRAWLCYCLE_CONFIG"] = str(config)
+    return env
+
+
+class AirflowStack:
+    """``airflow standalone``, or Airflow's components each in its own process group, with helpers to backfill
+    and wait for runs. ``env`` overrides the Airflow settings of every process (executor, metadata DB, ...)."""
+
+    def __init__(self, home: Path, port: int = 8080, config: Path | None = None,
+                 log: Callable[[str], None] = print, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.port = port
+        self.env = {**os.environ, **airflow_env(home, port, config), **(env or {})}
+        # `airflow standalone` starts its components as `airflow ...` found on PATH.
+        self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
+        # Scheduler and API server must sign and check task tokens with one secret.
+        self.env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_hex(32))
+        self.log = log
+        self.components: dict[str, subprocess.Popen] = {}
+        self._token: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def airflow(self, *args: str, check: bool = True, attempts: int = 5) -> str:
+        """Run an Airflow CLI command. A running scheduler holds the SQLite metadata file's write lock
+        in bursts, so a command that fails with "database is locked" is retried (its transaction was
+        rolled back)."""
+        exe = Path(sys.executable).with_name("airflow")
+        for attempt in range(1, attempts + 1):
+            res = subprocess.run([str(exe), *args], env=self.env, capture_output=True, text=True, timeout=300)
+            if not res.returncode or "database is locked" not in res.stderr or attempt == attempts:
+                break
+            self.log(f"airflow {args[0]}: metadata database locked, retrying ({attempt}/{attempts})")
+            time.sleep(2 * attempt)
+        if check and res.returncode:
+            raise RuntimeError(f"airflow {' '.join(args)} failed ({res.returncode}): {res.stderr[-2000:]}")
+        return res.stdout
+
+    def setup(self, fresh: bool = False) -> None:
+        """Create the metadata DB, the admin login and the one-slot DuckDB pool."""
+        if fresh:
+            shutil.rmtree(self.home, ignore_errors=True)
+        self.home.mkdir(parents=True, exist_ok=True)
+        (self.home / "passwords.json").write_text(json.dumps({ADMIN[0]: ADMIN[1]}))
+        self.airflow("db", "migrate")
+        self.airflow("pools", "set", DUCKDB_POOL, "1", "crawl database: one open at a time")
+
+    def start(self, timeout: float = 240) -> None:
+        """Start ``airflow standalone`` (its own process group, logging to ``<home>/standalone.log``)."""
+        self.start_components({"standalone": (["standalone"], {})}, timeout)
+
+    @property
+    def running(self) -> bool:
+        """Every started Airflow process is still up."""
+        return bool(self.components) and all(p.poll() is None for p in self.components.values())
+
+    def start_components(self, components: dict[str, tuple[list[str], dict[str, str]]], timeout: float = 240) -> None:
+        """Start ``airflow <args>`` for each name -> (args, extra environment), each in its own process group
+        logging to ``<home>/<name>.log``; return once the API answers and knows the DAG."""
+        exe = Path(sys.executable).with_name("airflow")
+        for name, (args, extra) in components.items():
+            out = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
+            self.components[name] = subprocess.Popen([str(exe), *args], env={**self.env, **extra}, stdout=out,
+                                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready(self.components, timeout)
+
+    def _wait_ready(self, procs: dict[str, subprocess.Popen], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"airflow {name} exited; see {self.home / f'{name}.log'}")
+            try:
+                if requests.get(f"{self.url}/api/v2/monitor/health", timeout=2).ok and self._dag_known():
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(2)
+        raise TimeoutError(f"Airflow did not come up in {timeout:.0f}s; see the logs in {self.home}")
+
+    def stop(self, grace: float = 30) -> None:
+        """Stop every started process group; a process still running after ``grace`` seconds is killed (a
+        scheduler left behind would hold its log-server port against the next start)."""
+        for proc in self.components.values():
+            stop_group(proc, grace=grace)
+
+    def __enter__(self) -> AirflowStack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def api(self, method: str, path: str, **kwargs: object) -> dict:
+        if not self._token:
+            r = requests.post(f"{self.url}/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}, timeout=10)
+            r.raise_for_status()
+            self._token = r.json()["access_token"]
+        r = requests.request(method, f"{self.url}/api/v2{path}", headers={"Authorization": f"Bearer {self._token}"},
+                             timeout=30, **kwargs)
+        r.raise_for_status()
+        return r.json()
+
+    def _dag_known(self) -> bool:
+        try:
+            self.api("GET", f"/dags/{DAG_ID}")
+            return True
+        except requests.HTTPError:
+            return False
+
+    def backfill(self, from_date: str, to_date: str, reprocess: bool = False, timeout: float = 120) -> None:
+        """Create backfill runs, one at a time in date order (a backfill does not follow the DAG's
+        max_active_runs); the DAG is unpaused, since the scheduler runs no task of a paused DAG.
+
+        ``reprocess`` runs intervals whose runs already succeeded again: Airflow clears those runs and
+        queues them under their old run ids. Airflow allows one unfinished backfill per DAG and the
+        scheduler marks a finished one complete only every 30 s, so this first waits (up to ``timeout``)
+        for earlier backfills to be marked complete."""
+        self.api("PATCH", f"/dags/{DAG_ID}", json={"is_paused": False})
+        deadline = time.monotonic() + timeout
+        while any(b["completed_at"] is None
+                  for b in self.api("GET", "/backfills", params={"dag_id": DAG_ID})["backfills"]):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"an earlier backfill of {DAG_ID} was not complete after {timeout:.0f}s")
+            time.sleep(2)
+        reprocess_args = ["--reprocess-behavior", "completed"] if reprocess else []
+        self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date,
+                     "--max-active-runs", "1", *reprocess_args)
+
+    def runs(self) -> list[dict]:
+        return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]
+
+    def wait_for_runs(self, count: int, timeout: float) -> list[dict]:
+        """Wait until ``count`` runs succeeded; raise as soon as one fails, naming its failed tasks."""
+        deadline = time.monotonic() + timeout
+        seen = ""
+        while time.monotonic() < deadline:
+            runs = self.runs()
+            for run in runs:
+                if run["state"] == "failed":
+                    raise RuntimeError(f"run {run['dag_run_id']} failed: {self.failed_tasks(run['dag_run_id'])}")
+            done = [r for r in runs if r["state"] == "success"]
+            status = f"{len(done)}/{count} runs done"
+            if status != seen:
+                self.log(status)
+                seen = status
+            if len(done) >= count:
+                return done
+            time.sleep(3)
+        raise TimeoutError(f"{count} runs did not finish in {timeout:.0f}s")
+
+    def failed_tasks(self, run_id: str) -> list[str]:
+        tis = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return [t["task_id"] for t in tis if t["state"] in ("failed", "upstream_failed")]
+
+    def task_instances(self, run_id: str) -> list[dict]:
+        return self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances",
+                        params={"limit": 1000})["task_instances"]
+
+
+def stop_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 30) -> None:
+    """Send ``sig`` to the process group ``proc`` leads (started with ``start_new_session``) and wait for every
+    member to exit; kill those still running after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and (proc.poll() is None or _group_members(proc.pid)):
+        time.sleep(0.2)
+    for p in _group_members(proc.pid):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            p.kill()
+    proc.wait()
+
+
+def _group_members(pgid: int) -> list[psutil.Process]:
+    """Running (not zombie) processes of process group ``pgid``."""
+    members = []
+    for p in psutil.process_iter(["status"]):
+        with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(p)
+    return members

@@ -1,0 +1,169 @@
+"""Ground truth of a simulation: what each page of a snapshot is worth to the workload, by two judges.
+
+The reference judge runs the product's own parse stage over every snapshot record, merges it into a fresh crawl
+database through the product's merge SQL, links it (in-degree, PageRank), indexes it and ranks the workload with
+the reference ranker; the independent judge (``crawlcycle.evaluation.judge``) ranks the same workload with BM25 and
+stemming over its own reading of each page's title and visible text. A page's true impact under a judge is the
+sum of f(q) over the queries whose top K by that judge hold it. Snapshot pages are the 2xx records the parser
+reads as HTML-or-unknown (``reason`` not ``not_html``).
+
+Computing it takes minutes on a real snapshot, so it is kept under its ``truth_key`` (the input files' bytes,
+the parse fingerprint, the ranker settings and the code and SQL it runs) and reused while none of those changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import polars as pl
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql
+from crawlcycle.devtools.warc_server import host_key
+from crawlcycle.evaluation import judge
+from crawlcycle.models import refit
+from crawlcycle.parse import parse_cache
+from crawlcycle.parse.canonical import host_of
+from crawlcycle.parse.records import parse_warcs
+from crawlcycle.pipeline import shard_files, update
+from crawlcycle.ranking import ranker
+from crawlcycle.ranking.query_log import partition_dir, read_partition
+from crawlcycle.settings import Settings, with_overrides
+
+HOT_SHARE = 0.10
+
+
+JUDGES = ("reference", judge.JUDGE)  # our reference ranker, and an independent BM25 with stemming
+# What the ground truth depends on besides its inputs, the parse fingerprint and the ranker settings.
+_TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ranker.py", "ranking/query_log.py",
+               "models/refit.py", "models/graph.py", "pipeline/update.py")
+_TRUTH_SQL = ("ranker/*.sql", "stages/merge_parse.sql", "stages/link_graph.sql", "stages/link_ids.sql",
+              "stages/truth_impact.sql")
+_RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth",
+                    "max_urls_per_host")
+
+
+def stage_queries(query_file: Path, folder: Path, days: list[date]) -> None:
+    """Copy the workload into one partition per day, so each cycle reads the same queries."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for day in days:
+        part = partition_dir(folder, day)
+        part.mkdir(parents=True)
+        shutil.copyfile(query_file, part / f"queries{query_file.suffix}")
+
+
+@dataclass(frozen=True)
+class Truth:
+    """Every snapshot page with its true impact under each judge (``impact`` by the reference ranker,
+    ``impact_<judge>`` by the others) and its in-degree."""
+
+    pages: pl.DataFrame  # url, in_links, hot, impact, impact_bm25s
+    hosts: set[str]  # every host a crawl of the snapshot can meet: record, link and redirect hosts
+    folder: Path | None = None  # where it is kept (its crawl database included)
+
+    @staticmethod
+    def column(judge: str) -> str:
+        return "impact" if judge == "reference" else f"impact_{judge}"
+
+    def total(self, judge: str = "reference") -> float:
+        return float(self.pages[self.column(judge)].sum())
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def truth_key(settings: Settings, snapshots: list[Path], query_file: Path) -> str:
+    """What the ground truth is a function of: the snapshot and query files (their bytes), the parse fingerprint,
+    the ranker settings and the code and SQL that compute it."""
+    here = Path(__file__).resolve().parents[1]
+    parts = [*(_file_digest(p) for p in [*snapshots, query_file]), parse_cache.fingerprint(settings),
+             json.dumps({n: getattr(settings, n) for n in _RANKER_SETTINGS}, sort_keys=True)]
+    parts += [hashlib.sha256((here / name).read_bytes()).hexdigest() for name in _TRUTH_CODE]
+    parts += [hashlib.sha256(f.read_bytes()).hexdigest() for g in _TRUTH_SQL for f in sorted(SQL_DIR.glob(g))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, cache: Path) -> tuple[Truth, bool]:
+    """The ground truth of (snapshot, queries, settings, code), computed once and kept in ``cache`` under its
+    ``truth_key``; (truth, whether it came from the cache)."""
+    folder = cache / f"truth-{truth_key(settings, snapshots, query_file)[:20]}"
+    if (folder / "truth.parquet").is_file():
+        meta = json.loads((folder / "truth.json").read_text())
+        return Truth(pl.read_parquet(folder / "truth.parquet"), set(meta["hosts"]), folder), True
+    work = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
+    try:
+        truth = _compute_truth(settings, snapshots, query_file, work)
+        truth.pages.write_parquet(work / "truth.parquet")
+        (work / "truth.json").write_text(json.dumps({"hosts": sorted(truth.hosts), "pages": truth.pages.height,
+                                                     "snapshots": [str(p) for p in snapshots],
+                                                     "queries": str(query_file)}, indent=1))
+        try:
+            work.rename(folder)
+        except OSError:  # another run kept the same truth meanwhile
+            if not (folder / "truth.parquet").is_file():
+                raise
+    finally:  # what is left of it: a failed computation, or the copy of a truth another run kept meanwhile
+        shutil.rmtree(work, ignore_errors=True)
+    return Truth(truth.pages, truth.hosts, folder), False
+
+
+def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, folder: Path) -> Truth:
+    """Parse, link, index and rank the whole snapshot in a fresh database under ``folder``; judge it again with
+    the independent judge."""
+    shutil.rmtree(folder, ignore_errors=True)
+    day = date.fromisoformat(settings.start_date)
+    settings = with_overrides(settings, {"db_path": str(folder / "truth.duckdb"), "data_dir": str(folder),
+                                         "query_log_dir": str(folder / "query_log")})
+    stage_queries(query_file, folder / "query_log", [day])
+    workload = read_partition(settings, day).rows.group_by("query").agg(frequency=pl.col("frequency").sum())
+    parsed = parse_warcs(snapshots, folder / "parse", settings)
+    pages = (pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
+             .select(update.PAGE_COLUMNS)
+             .with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String)))
+    links = pl.read_parquet(parsed.links_path).unique(["src", "dst", "anchor"], keep="first", maintain_order=True)
+    no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String})
+    with connect(settings) as con:
+        migrate(con)
+        con.register("s_pages", pages)
+        con.register("s_links", links)
+        no_sitemaps = pl.from_arrow(shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS].empty_table())
+        con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
+        con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
+        run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host)
+        refit.refit_link_graph(con, 1)
+        ranker.index_pages(con, 1)
+        ranker.rank_queries(con, settings, 1, workload["query"].to_list())
+        con.register("s_workload", workload)
+        truth = query(con, "stages/truth_impact", cycle=1)
+        hosts = set(con.sql("SELECT DISTINCT host FROM frontier").pl()["host"])
+    second = judge.judge_impact(judge.visible_pages(snapshots, settings), workload, settings.top_k)
+    truth = truth.join(second.rename({"impact": Truth.column(judge.JUDGE)}), on="url", how="left").fill_null(0.0)
+    hot = max(1, math.ceil(HOT_SHARE * truth.height))
+    truth = truth.with_columns(hot=pl.col("in_links").rank("ordinal", descending=True) <= hot)
+    return Truth(truth, hosts | _redirect_hosts(snapshots))
+
+
+def _redirect_hosts(snapshots: list[Path]) -> set[str]:
+    """Hosts named by the Location header of the snapshot's responses."""
+    hosts = set()
+    for path in snapshots:
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                target = rec.http_headers.get_header("Location") if rec.rec_type == "response" else None
+                uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
+                if target:
+                    hosts.add(host_key(urlsplit(urljoin(uri.strip("<>"), target)).netloc))
+    return hosts

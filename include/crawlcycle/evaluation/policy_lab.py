@@ -1,0 +1,194 @@
+"""Repeated policy comparisons: per-run seed sets and workloads, and mean and spread of each policy's results.
+
+A run of the policy lab is one ``simulator.simulate`` call over every policy. Run 0 starts from each host's
+home page with the base workload; run r > 0 starts from a random page of each host and reassigns the query
+frequencies by a shuffle seeded with r, so a policy's lead can be told apart from the luck of one start.
+Results are aggregated per policy, judge and budget over the runs' summaries (``budgets_by_judge``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from warcio.archiveiterator import ArchiveIterator
+
+from crawlcycle.evaluation.ground_truth import JUDGES
+from crawlcycle.evaluation.judge import HTML_TYPES
+from crawlcycle.evaluation.simulator import BUDGETS
+
+WORKLOAD_SEED = 7
+
+
+def html_pages(warc: Path) -> dict[str, list[str]]:
+    """Per host, the sorted URLs of the snapshot's 2xx HTML responses (as recorded): the pages a seed can be."""
+    pages: dict[str, set[str]] = {}
+    with warc.open("rb") as f:
+        for rec in ArchiveIterator(f):
+            if rec.rec_type != "response" or rec.http_headers is None:
+                continue
+            status = rec.http_headers.get_statuscode() or ""
+            ctype = (rec.http_headers.get_header("Content-Type") or "").split(";")[0].strip().lower()
+            if status.startswith("2") and ctype in HTML_TYPES:
+                url = rec.rec_headers.get_header("WARC-Target-URI").strip("<>")
+                pages.setdefault(url.split("/")[2], set()).add(url)
+    return {host: sorted(urls) for host, urls in sorted(pages.items())}
+
+
+def seed_set(pages: dict[str, list[str]], run: int, home: str | tuple[str, ...]) -> list[str]:
+    """The seeds of run ``run``: each host's home page (its shortest URL ending in ``home``, or in one of the
+    endings ``home`` lists) for run 0; for run r > 0 a page of that host drawn by ``random.Random(r)``. Hosts
+    without a home page get no seed."""
+    homes = {host: min((u for u in urls if u.endswith(home)), key=len, default=None) for host, urls in pages.items()}
+    hosts = sorted(h for h, u in homes.items() if u)
+    if run == 0:
+        return [homes[h] for h in hosts]
+    rng = random.Random(run)
+    return [rng.choice(pages[h]) for h in hosts]
+
+
+def zipf_workload(texts: list[str], n_queries: int, seed: int) -> list[tuple[str, int]]:
+    """``n_queries`` of the distinct ``texts`` in a shuffle seeded by ``seed``, with Zipf frequencies
+    f = ceil(1000 / rank): real query texts, synthetic popularity."""
+    texts = sorted({t.strip().replace("\t", " ") for t in texts if t.strip()})
+    random.Random(seed).shuffle(texts)
+    return [(t, math.ceil(1000 / rank)) for rank, t in enumerate(texts[:n_queries], 1)]
+
+
+def shuffled_frequencies(workload: list[tuple[str, int]], seed: int) -> list[tuple[str, int]]:
+    """The same queries and the same frequencies, reassigned to the queries by a shuffle seeded by ``seed``."""
+    frequencies = [f for _, f in workload]
+    random.Random(seed).shuffle(frequencies)
+    return [(q, f) for (q, _), f in zip(workload, frequencies, strict=True)]
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Mean and spread of one measure over the runs that reached it. ``sd`` is the sample standard deviation
+    (n - 1 in the denominator; 0 for a single run)."""
+
+    mean: float
+    sd: float
+    lo: float
+    hi: float
+    n: int
+
+    @classmethod
+    def of(cls, values: list[float]) -> Stats | None:
+        if not values:
+            return None
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return cls(statistics.fmean(values), sd, min(values), max(values), len(values))
+
+
+def budget_label(budget: float) -> str:
+    return f"{budget:.0%}"
+
+
+def aggregate(runs: list[dict[str, dict]], key: str = "pct_of_ideal") -> dict[str, dict[str, dict[str, Stats | None]]]:
+    """policy -> judge -> budget label -> Stats of ``key`` over ``runs`` (each: policy -> simulate summary);
+    runs where a budget was not reached (null) are left out of its Stats."""
+    out: dict[str, dict[str, dict[str, Stats | None]]] = {}
+    for policy in sorted({p for run in runs for p in run}):
+        judged = [run[policy]["budgets_by_judge"] for run in runs if policy in run]
+        out[policy] = {j: {budget_label(b): Stats.of([v for by_judge in judged
+                                                      if (v := by_judge[j][budget_label(b)][key]) is not None])
+                           for b in BUDGETS} for j in JUDGES}
+    return out
+
+
+def mean_seconds(runs: list[dict[str, dict]]) -> dict[str, float]:
+    """Each policy's mean seconds per run."""
+    return {p: statistics.fmean(run[p]["seconds"] for run in runs if p in run) for p in {p for r in runs for p in r}}
+
+
+def _cell(s: Stats | None, runs: int, scale: float, digits: int, spread: str) -> str:
+    if s is None:
+        return "—"
+    text = (f"{scale * s.mean:.{digits}f} ± {scale * s.sd:.{digits}f}" if spread == "sd"
+            else f"{scale * s.lo:.{digits}f}–{scale * s.hi:.{digits}f}")
+    return text if s.n == runs else f"{text} ({s.n} of {runs} runs)"
+
+
+def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
+    """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget:
+    % of ideal per judge and budget as ``mean ± sd`` (``spread="range"``: ``min–max``), the reference P_CS
+    at the largest budget and the mean seconds."""
+    pct, pcs, seconds = aggregate(runs), aggregate(runs, "p_cs"), mean_seconds(runs)
+    last = budget_label(BUDGETS[-1])
+    short = {"reference": "ref"}
+    heads = [f"{short.get(j, j)} {budget_label(b)}" for j in JUDGES for b in BUDGETS]
+    rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | seconds |",
+            "|---" * (len(heads) + 3) + "|"]
+
+    def order(policy: str) -> float:
+        s = pct[policy]["reference"][last]
+        return -s.mean if s else math.inf
+
+    for p in sorted(pct, key=order):
+        cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in JUDGES for b in BUDGETS]
+        cells.append(_cell(pcs[p]["reference"][last], len(runs), 1, 2, spread))
+        rows.append(f"| {p} | " + " | ".join(cells) + f" | {seconds[p]:.0f} |")
+    return rows
+
+
+def late_gain(curve: pl.DataFrame, judge: str = "reference") -> float:
+    """Impact share (by ``judge``: the simulator's curve column ``policy`` or ``policy_<judge>``) a policy gains
+    over the last half of its run: how much it still finds."""
+    column = curve["policy" if judge == "reference" else f"policy_{judge}"]
+    return float(column[-1] - column[curve.height // 2])
+
+
+def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, float]]) -> list[str]:
+    """The four findings of the papers, judged on the means over ``runs`` by each judge; ``gains`` is, per judge
+    and policy, the mean ``late_gain`` over the runs' curves. A finding whose policies were not all run is
+    left out, and a last line names it."""
+    pct, pcs = aggregate(runs), aggregate(runs, "p_cs")
+    # judged at the largest budget every policy reached in some run (a short run leaves the larger ones empty)
+    reached = [budget_label(b) for b in BUDGETS if all(pct[p][j][budget_label(b)] for p in pct for j in JUDGES)]
+    if not reached:
+        return [f"- no budget was reached by every policy on {name}: run more cycles"]
+    b0, b1 = reached[0], reached[-1]
+    late = {j: {p: 100 * pct[p][j][b1].mean for p in pct} for j in JUDGES}
+    early = {j: {p: 100 * pct[p][j][b0].mean for p in pct} for j in JUDGES}
+    cho = {j: {p: pcs[p][j][b1].mean for p in pcs} for j in JUDGES}
+    runs_note = f"mean of {len(runs)} run{'s' if len(runs) > 1 else ''}"
+
+    def verdict(holds: bool) -> str:
+        return "holds" if holds else "does not hold"
+
+    def beats(values: dict[str, dict[str, float]], first: str, others: tuple[str, str], digits: int) -> str:
+        """Per judge: the three policies' values and whether ``first`` is above both others."""
+        return "; ".join(f"{j}: " + ", ".join(f"{p} {v[p]:.{digits}f}" for p in (first, *others))
+                         + f": {verdict(v[first] > max(v[o] for o in others))}" for j, v in values.items())
+
+    # each finding: (its title, the policies it compares, its line); a line is built only if they were all run
+    found = [
+        ("hybrid beats pagerank and indegree", ("hybrid", "pagerank", "indegree"), lambda: (
+            f"- **hybrid beats pagerank and indegree** ({name}, % of ideal at {b1}, {runs_note}): "
+            f"{beats(late, 'hybrid', ('pagerank', 'indegree'), 1)}.")),
+        ("q_overlap leads early, then dries up", ("q_overlap", "pagerank", "hybrid"), lambda: (
+            f"- **q_overlap leads early, then dries up** (% of ideal at {b0}, {runs_note}; early lead over pagerank): "
+            + "; ".join(f"{j}: q_overlap {v['q_overlap']:.1f}, pagerank {v['pagerank']:.1f}, "
+                        f"hybrid {v['hybrid']:.1f}: {verdict(v['q_overlap'] > v['pagerank'])}"
+                        for j, v in early.items())
+            + ". Drying up (gains less impact share than pagerank and hybrid in the second half of the run): "
+            + "; ".join(f"{j}: q_overlap {g['q_overlap']:.3f}, pagerank {g['pagerank']:.3f}, "
+                        f"hybrid {g['hybrid']:.3f}: {verdict(g['q_overlap'] < min(g['pagerank'], g['hybrid']))}"
+                        for j, g in gains.items()) + ".")),
+        ("rw_eg beats rw and pagerank", ("rw_eg", "rw", "pagerank"), lambda: (
+            f"- **rw_eg beats rw and pagerank** (% of ideal at {b1}, {runs_note}): "
+            f"{beats(late, 'rw_eg', ('rw', 'pagerank'), 1)}.")),
+        ("PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering",
+         ("pagerank", "bfs", "indegree"), lambda: (
+            f"- **PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering** (Cho's P_CS "
+            f"at {b1}, {runs_note}): {beats(cho, 'pagerank', ('bfs', 'indegree'), 2)}.")),
+    ]
+    lines = [line() for _, needs, line in found if set(needs) <= set(pct)]
+    if skipped := [title for title, needs, _ in found if not set(needs) <= set(pct)]:
+        lines.append(f"- not judged on {name} (their policies were not all run): " + "; ".join(skipped) + ".")
+    return lines

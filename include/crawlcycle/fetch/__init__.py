@@ -1,0 +1,1 @@
+"""Fetching a shard of URLs: HTTP client and its guards, politeness, robots.txt, sitemaps, WARC output."""

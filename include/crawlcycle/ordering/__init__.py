@@ -1,0 +1,1 @@
+"""Ordering policies: the registry, and the policies that need more than SQL."""

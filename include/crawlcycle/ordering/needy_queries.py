@@ -1,0 +1,104 @@
+"""Needy queries: the share of the cycle's query-log partition whose results most need new pages.
+
+neediness(q) = f(q) x improvability(q), improvability predicted from the average score of the query's
+current top K (see ``improvability``). Until a fit exists, every query gets the ``improvability_prior``
+setting, so neediness orders queries by frequency.
+
+``needy_share`` of the partition's queries are kept (at least ``needy_min``, at most ``needy_max``). For the
+policy that uses them (``hybrid``), queries are taken in order of neediness but one without any frontier
+candidate (no eligible page matches it: ``score_model.pair_features``'s matching) is skipped for the next, so
+the needy budget goes to queries the next batch can serve; ``needy_queries.candidates`` records how many each had.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import date
+
+import duckdb
+import polars as pl
+
+from crawlcycle.db import query, run_sql
+from crawlcycle.models import score_model
+from crawlcycle.models.improvability import latest_fit
+from crawlcycle.ranking import evidence_index, ngram_index
+from crawlcycle.settings import Settings
+
+LOOKAHEAD = 2  # queries checked for candidates per needy query still wanted, per round
+
+
+def needy_count(settings: Settings, queries: int) -> int:
+    """How many needy queries a partition of ``queries`` queries gets."""
+    return min(queries, settings.needy_max, max(settings.needy_min, math.ceil(settings.needy_share * queries)))
+
+
+def _matched(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
+             queries: list[str]) -> tuple[pl.Series, pl.DataFrame]:
+    """Eligible frontier pages matching each of ``queries`` (normalised), in that order; needs temp table s_scope.
+    And in ``evidence`` mode the candidates themselves by query (query and the columns of
+    ``evidence_index.candidates`` but qid; no rows in ``ngram`` mode)."""
+    staged = score_model.stage_queries(queries)
+    if settings.match_mode == "evidence":
+        found = evidence_index.candidates(con, settings, cycle, staged.select("qid", "query"))
+        rows = found.join(staged.select("qid", "query"), on="qid").drop("qid")
+    else:
+        found = ngram_index.match(con, settings, staged.select("qid", "query"), settings.match_share)
+        rows = pl.DataFrame(schema={"query": pl.String})
+    counts = staged.join(found.group_by("qid").len(), on="qid", how="left").select("query", "len")
+    by_query = dict(zip(counts["query"], counts["len"].fill_null(0), strict=True))
+    return pl.Series("candidates", [by_query[q] for q in queries], dtype=pl.Int32), rows
+
+
+def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, partition: date) -> pl.DataFrame:
+    """Replace and return the needy queries of ``cycle`` drawn from query-log ``partition``."""
+    queries = query(con, "stages/needy_candidates", cycle=cycle, partition=partition)
+    keep = needy_count(settings, queries.height)
+    fitted = latest_fit(con, cycle)
+    # at most K of a query's results can be new: the curve is capped there where it extrapolates upwards
+    improvability = (fitted.predict(pl.col("avg_score")).clip(upper_bound=settings.top_k) if fitted
+                     else pl.lit(settings.improvability_prior))
+    ranked = (queries.with_columns(improvability=improvability.cast(pl.Float64))
+              .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
+              .sort(["neediness", "query"], descending=[True, False]))
+    found = pl.DataFrame(schema={"query": pl.String})
+    if settings.policy == "hybrid":
+        needy, found = _servable(con, settings, cycle, ranked, keep)
+    else:
+        needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
+    needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
+    con.execute("DELETE FROM needy_queries WHERE cycle = ?", [cycle])
+    con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
+    con.register("s_needy", needy)
+    con.execute("INSERT INTO needy_queries (cycle, query, frequency, improvability, neediness, rank, candidates) "
+                "SELECT ?, query, frequency, improvability, neediness, rank, candidates FROM s_needy", [cycle])
+    con.unregister("s_needy")
+    if found.height:
+        # the score stage's sketches start from these (evidence_index.stored_candidates)
+        con.register("s_found", found.join(needy.select("query"), on="query"))
+        con.execute("INSERT INTO needy_candidates SELECT ?, query, seq, evidence_score, term_share, via_results "
+                    "FROM s_found", [cycle])
+        con.unregister("s_found")
+    return needy
+
+
+def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ranked: pl.DataFrame,
+              keep: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts; and the
+    candidates of the queries checked (see :func:`_matched`)."""
+    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+    run_sql(con, "impact/frontier_scope")
+    checked: list[pl.DataFrame] = []
+    rows: list[pl.DataFrame] = []
+    found = start = 0
+    while found < keep and start < ranked.height:
+        window = ranked.slice(start, max(LOOKAHEAD * (keep - found), 1))
+        counts, matched = _matched(con, settings, cycle, window["query"].to_list())
+        window = window.with_columns(candidates=counts)
+        checked.append(window.filter(pl.col("candidates") > 0))
+        rows.append(matched)
+        found += checked[-1].height
+        start += window.height
+    rows_found = pl.concat(rows) if rows else pl.DataFrame(schema={"query": pl.String})
+    if not checked:
+        return ranked.head(0).with_columns(candidates=pl.lit(0, pl.Int32)), rows_found
+    return pl.concat(checked).head(keep), rows_found

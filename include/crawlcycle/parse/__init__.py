@@ -1,0 +1,1 @@
+"""WARC records to pages and links: main-text extraction, URL canonicalization, SimHash, parse cache."""

@@ -1,0 +1,45 @@
+"""Choose the next batch: top-c by priority, at most ``per_host_cap`` per host, robots-allowed only."""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from crawlcycle.db import query
+from crawlcycle.fetch.robots import StoredRobots
+from crawlcycle.settings import Settings
+
+
+def stored_robots(con: duckdb.DuckDBPyConnection, settings: Settings) -> StoredRobots:
+    """The robots rules stored per origin by earlier fetches."""
+    return StoredRobots(con.sql("SELECT origin, status, robots_txt FROM robots").pl().to_dicts(),
+                        settings.robots_token)
+
+
+def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.DataFrame) -> pl.Series:
+    """True for each URL the stored robots.txt of its origin allows (origins not seen yet: allowed)."""
+    robots = stored_robots(con, settings)
+    return pl.Series([robots.allowed(u) for u in urls["url"]], dtype=pl.Boolean)
+
+
+def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
+    """Write ``batches`` for cycle ``cycle + 1`` from the scores of cycle ``cycle``; return the batch."""
+    cand = query(con, "stages/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap)
+    allowed = robots_filter(con, settings, cand)
+    blocked = cand.filter(~allowed)
+    if blocked.height:
+        con.register("s_blocked", blocked.select("url"))
+        con.execute("UPDATE frontier SET status = 'disallowed', status_cycle = ? "
+                    "WHERE url IN (SELECT url FROM s_blocked)", [cycle])
+        con.unregister("s_blocked")
+    batch = (cand.filter(allowed)
+             .sort(["priority", "url"], descending=[True, False])
+             .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap)
+             .head(settings.batch_size)
+             .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
+    con.execute("DELETE FROM batches WHERE cycle = ?", [cycle + 1])
+    con.register("s_batch", batch)
+    con.execute("INSERT INTO batches SELECT ?, url, host, rank, ?, priority, parts FROM s_batch",
+                [cycle + 1, settings.policy])
+    con.unregister("s_batch")
+    return batch

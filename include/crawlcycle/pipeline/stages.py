@@ -1,0 +1,303 @@
+"""The stages of one crawl cycle, as plain functions: each Airflow task of ``crawl_cycle`` calls one,
+and ``crawlcycle cycle`` calls them all in order in one process.
+
+Stages that open the DuckDB file: begin, gates, update, refit, select_needy, score, materialize, close.
+Stages that run in parallel per host shard and never open it: fetch, parse. They exchange files in
+``<data_dir>/cycles/<cycle>/shard-<k>/``, or under the ``shard_storage`` URL (see shard_storage).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from crawlcycle.db import connect, migrate, run_sql, scalar
+from crawlcycle.models import improvability, prestige, refit, score_model
+from crawlcycle.ordering import registry
+from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
+from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.pipeline import materialize as materialize_mod
+from crawlcycle.pipeline import shard_files, shard_storage, update
+from crawlcycle.quality import gates
+from crawlcycle.ranking import evidence_index, ngram_index, ranker
+from crawlcycle.ranking.query_log import ingest_partition
+from crawlcycle.settings import InputError, Settings, SettingsError, load_settings, with_overrides
+from crawlcycle.ui.crawl_views import export_snapshot
+
+
+class CycleOrderError(InputError):
+    """A cycle was started while an earlier one is unfinished (the message says which, in one line)."""
+
+
+def run_settings(params: dict[str, Any] | None = None) -> Settings:
+    """Settings for one run: the loaded settings with the run's non-empty parameters on top."""
+    overrides = {k: v for k, v in (params or {}).items() if v not in (None, "")}
+    return with_overrides(load_settings(), overrides)
+
+
+def shard_of(host: str, shards: int) -> int:
+    """Stable host -> shard assignment: every URL of a host lands in the same shard."""
+    return zlib.crc32(host.encode()) % shards
+
+
+@contextmanager
+def timed(con: duckdb.DuckDBPyConnection, cycle: int, stage: str) -> Iterator[None]:
+    """Record the stage's wall time in cycles.stage_seconds."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:  # a failed stage's time counts too
+        record_seconds(con, cycle, {stage: round(time.perf_counter() - t0, 3)})
+
+
+def record_seconds(con: duckdb.DuckDBPyConnection, cycle: int, seconds: dict[str, float]) -> None:
+    con.execute("UPDATE cycles SET stage_seconds = json_merge_patch(coalesce(stage_seconds, '{}'), ?) "
+                "WHERE cycle = ?", [json.dumps(seconds), cycle])
+
+
+def init(settings: Settings) -> dict[str, int]:
+    """Create or migrate the database and admit the seed URLs: ``migrations`` applied, ``seeds`` admitted
+    (new to the frontier), ``rejected`` seed lines (kept in url_rejects). SettingsError, before the database
+    is touched, when the seeds file holds no valid seed."""
+    seeds = Path(settings.seeds_file)
+    if not seeds.is_file():
+        raise FileNotFoundError(f"setting seeds_file: {seeds} does not exist (run `crawlcycle demo-web` first?)")
+    try:
+        lines = seeds.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8 text"
+        raise SettingsError(f"setting seeds_file: {seeds} cannot be read ({why})") from None
+    seeds_rows, rejects = seed_urls(settings, lines)
+    if not rejects and not seeds_rows:
+        raise SettingsError(f"setting seeds_file: {seeds} holds no seed URL (only blank lines and comments)")
+    if not seeds_rows:
+        first = rejects[0]
+        raise SettingsError(f"setting seeds_file: {seeds} holds no valid seed URL: {len(rejects)} lines rejected; "
+                            f"first, line {first['line']}: {first['url']!r} ({first['reason']})")
+    with connect(settings) as con:
+        applied = migrate(con)
+        return {"migrations": len(applied), "seeds": admit_seeds(con, seeds_rows, rejects, str(seeds)),
+                "rejected": len(rejects)}
+
+
+def seed_urls(settings: Settings, lines: list[str]) -> tuple[list[dict], list[dict]]:
+    """Seed lines as frontier rows (url, host, seq), and the lines canonicalize refuses (line, url as written,
+    reason). Blank lines and ``#`` comments are neither."""
+    rows, rejects, seen = [], [], set()
+    for seq, line in enumerate(lines):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            url = canonicalize(line.strip(), settings=settings)
+        except UrlRejected as e:
+            rejects.append({"line": seq + 1, "url": line.strip(), "reason": e.reason})
+            continue
+        if url not in seen:  # two spellings of one URL are one seed
+            seen.add(url)
+            rows.append({"url": url, "host": host_of(url), "seq": seq})
+    return rows, rejects
+
+
+def admit_seeds(con: duckdb.DuckDBPyConnection, rows: list[dict], rejects: list[dict], source: str) -> int:
+    """Admit the seed rows the frontier does not know yet and record the rejected lines of ``source`` (replacing
+    those of an earlier init); return the URLs admitted."""
+    before = scalar(con, "SELECT count(*) FROM frontier")
+    con.register("s_seeds", pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}))
+    con.register("s_seed_rejects", pl.DataFrame(rejects, schema={"line": pl.Int64, "url": pl.String,
+                                                                 "reason": pl.String}))
+    try:
+        run_sql(con, "stages/admit_seeds", source=source)
+    finally:
+        con.unregister("s_seeds")
+        con.unregister("s_seed_rejects")
+    return scalar(con, "SELECT count(*) FROM frontier") - before
+
+
+def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
+    """Open the cycle of this data interval and ingest its query-log partition; return the cycle number.
+
+    The interval's cycle number is reused when the interval was run before (a replay), otherwise it is
+    the next one.
+    """
+    with connect(settings) as con:
+        migrate(con)
+        cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
+                 or scalar(con, "SELECT coalesce(max(cycle), 0) + 1 FROM cycles"))
+        unfinished = con.execute("SELECT cycle, interval_start FROM cycles WHERE status <> 'done' AND cycle < ?",
+                                 [cycle]).fetchall()
+        if unfinished:
+            # Each cycle fetches the batch the one before it chose: cycles run strictly in order.
+            raise CycleOrderError(f"cycle {unfinished[0][0]} (interval {unfinished[0][1]}) has not finished; "
+                                  f"finish or clear its run before cycle {cycle} (backfill with --max-active-runs 1)")
+        run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
+                run_id=run_id, policy=settings.policy)
+        with timed(con, cycle, "begin"):
+            ingest_partition(con, settings, interval_start)
+    return cycle
+
+
+def plan_shards(settings: Settings, cycle: int) -> list[str]:
+    """Write the shard inputs of batch ``cycle``; return the shard folders (one per host group)."""
+    with connect(settings) as con, timed(con, cycle, "plan_shards"):
+        if not scalar(con, "SELECT count(*) FROM batches WHERE cycle = ?", [cycle]):
+            # First cycle, or the previous one never materialized: choose this batch now.
+            registry.score_frontier(con, settings, cycle - 1)
+            materialize_mod.materialize(con, settings, cycle - 1)
+        return write_shards(con, settings, cycle)
+
+
+def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
+    """Split batch ``cycle`` by host into shard folders (URLs and cached host state); return their locations."""
+    batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
+    hosts = con.sql("SELECT * FROM hosts").pl()
+    robots = con.sql("SELECT * FROM robots").pl()
+    shard_storage.clear(shard_storage.cycle_location(settings, cycle))
+    out = []
+    batch = batch.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
+                                                                 return_dtype=pl.Int64))
+    for (k,), part in batch.group_by("shard", maintain_order=True):
+        location = shard_storage.shard_location(settings, cycle, k)
+        with shard_storage.local_shard(location) as d:
+            in_shard = pl.col("host").is_in(part["host"].unique().implode())
+            part.drop("shard").write_parquet(d / shard_files.URLS)
+            hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
+            robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
+        out.append(location)
+    return sorted(out)
+
+
+def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
+    t0 = time.perf_counter()
+    fn()
+    timing = shard_dir / "timing.json"
+    data = json.loads(timing.read_text()) if timing.exists() else {}
+    data[stage] = round(time.perf_counter() - t0, 3)
+    timing.write_text(json.dumps(data))
+
+
+def fetch(settings: Settings, shard_dir: str) -> str:
+    """Fetch one shard's URLs politely; writes WARC and Parquet logs into the shard folder."""
+    from crawlcycle.fetch.fetcher import fetch_urls
+
+    with shard_storage.local_shard(shard_dir) as d:
+        urls = pl.read_parquet(d / shard_files.URLS)["url"].to_list()
+        hosts = pl.read_parquet(d / shard_files.HOSTS_IN).to_dicts()
+        robots = pl.read_parquet(d / shard_files.ROBOTS_IN).to_dicts()
+        # The politeness journal is stored as it grows, so that a retry elsewhere finds it.
+        synced = shard_storage.storing(shard_dir, d / shard_files.POLITENESS_JOURNAL)
+        _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts, robots=robots,
+                                                   journal_synced=synced))
+    return shard_dir
+
+
+def parse(settings: Settings, shard_dir: str) -> str:
+    """Extract text, metadata and links of one shard's responses into Parquet."""
+    from crawlcycle.parse.records import parse_warcs
+
+    with shard_storage.local_shard(shard_dir) as d:
+        _timed_file(d, "parse", lambda: parse_warcs([d / "responses.warc.gz"], d, settings,
+                                                   fetch_log=d / "fetch_log.parquet"))
+    return shard_dir
+
+
+def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
+    with shard_storage.local_shards(shard_dirs) as dirs, connect(settings) as con, timed(con, cycle, "update"):
+        counts = update.merge_shards(con, settings, cycle, dirs)
+        shard_times = [json.loads((d / "timing.json").read_text()) for d in dirs if (d / "timing.json").exists()]
+        # Shards run in parallel: the stage's wall time is its slowest shard's.
+        record_seconds(con, cycle, {s: max((t.get(s, 0.0) for t in shard_times), default=0.0)
+                                    for s in ("fetch", "parse")})
+    return counts
+
+
+def refit_models(settings: Settings, cycle: int) -> dict:
+    """Link measures, the n-gram and evidence indexes; the reference ranker's index and top-K (its prior reads the new
+    PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
+    history; the S' model and the prestige regression."""
+    with connect(settings) as con, timed(con, cycle, "refit"):
+        graph = refit.refit_link_graph(con, cycle)
+        grams = ngram_index.update(con, settings, cycle)
+        evidence = evidence_index.update(con, cycle)
+        indexed = ranker.index_pages(con, cycle)
+        ranked = ranker.rank_queries(con, settings, cycle)
+        improvability.measure(con, cycle)
+        fit = improvability.fit(con, cycle)
+        s_prime = score_model.fit(con, settings, cycle)
+        prestige_fit = prestige.fit(con, settings, cycle)
+        return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
+                "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
+                "prestige_r2": prestige_fit.get("r2")}
+
+
+def select_needy(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "select_needy"):
+        partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
+        return select_needy_queries(con, settings, cycle, partition).height
+
+
+def score(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "score"):
+        return registry.score_frontier(con, settings, cycle)
+
+
+def materialize(settings: Settings, cycle: int) -> int:
+    with connect(settings) as con, timed(con, cycle, "materialize"):
+        return materialize_mod.materialize(con, settings, cycle).height
+
+
+def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | None = None) -> gates.GateReport:
+    """Run the quality gate after ``stage``; raises GateFailed with a readable report on failure. Records the
+    validation's seconds as ``gate_<stage>`` and the GX import's (0 once this process has it) apart."""
+    t0 = time.perf_counter()
+    gates.load_gx()
+    imported = time.perf_counter() - t0
+    with connect(settings) as con:
+        record_seconds(con, cycle, {f"gate_{stage}_import": round(imported, 3)})
+        with timed(con, cycle, f"gate_{stage}"), shard_storage.local_shards(shard_dirs or []) as dirs:
+            return gates.run_gate(con, settings, stage, cycle, dirs)
+
+
+def close(settings: Settings, cycle: int) -> dict:
+    with connect(settings) as con:
+        with timed(con, cycle, "close"):
+            run_sql(con, "stages/close_cycle", cycle=cycle)
+            export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
+        return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
+
+
+# Stages that take only the cycle number, by task id.
+CYCLE_STAGES: dict[str, Callable[[Settings, int], Any]] = {
+    "refit": refit_models, "select_needy": select_needy, "score": score, "materialize": materialize, "close": close,
+}
+
+
+def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
+    """One whole cycle in this process, calling the same stage functions as the DAG."""
+    cycle = begin(settings, interval_start)
+    shards = plan_shards(settings, cycle)
+    progress(f"cycle {cycle}: {len(shards)} shards to fetch")
+    for i, d in enumerate(shards, 1):
+        fetch(settings, d)
+        progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
+    for d in shards:
+        parse(settings, d)
+    gate(settings, "fetch", cycle, shards)
+    gate(settings, "parse", cycle, shards)
+    update_tables(settings, cycle, shards)
+    gate(settings, "update", cycle)
+    for name in ("refit", "select_needy", "score", "materialize"):
+        CYCLE_STAGES[name](settings, cycle)
+    gate(settings, "materialize", cycle)
+    summary = close(settings, cycle)
+    progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "
+             f"{summary['new_urls']} new URLs, next batch {summary['next_batch']}")
+    return summary

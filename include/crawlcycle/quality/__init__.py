@@ -1,0 +1,1 @@
+"""Great Expectations data-quality gates between stages."""

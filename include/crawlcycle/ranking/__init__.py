@@ -1,0 +1,1 @@
+"""What search sees: the reference ranker, the n-gram and evidence indexes, the query log."""

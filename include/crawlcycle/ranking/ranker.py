@@ -1,0 +1,216 @@
+"""The reference ranker S(p, q): BM25F over crawled pages plus a PageRank prestige prior.
+
+Index (tables of ``sql/migrations/003_postings.sql``): per indexed page the term frequencies of four fields,
+``title``, ``text`` (main text), ``anchor`` (every anchor text of links pointing at the page) and ``url``
+(host and path, percent-decoded), with field lengths, document frequencies and average field lengths.
+Terms come from :func:`terms`, the one tokenizer of page and query text: ``normalize_query`` (NFKC, lower
+case), then maximal runs of Unicode letters and digits (underscores and punctuation split), minus
+``STOPWORDS``.
+
+Score (``sql/ranker/weights.sql``): BM25F with one k1 and per-field weights and b (settings ``bm25_k1``,
+``bm25_weights``, ``bm25_b``), plus ``prestige_weight * ln(1 + pagerank * known URLs)``: a page of average
+PageRank gets ``prestige_weight * ln 2``, and a page without PageRank yet gets nothing. Only pages holding
+at least one query term are ranked; a query's repeated terms count once. Ranking reads, per query term,
+the ``bm25_depth`` pages that term favours most and scores those exactly over all the query's terms, so
+the cost grows with queries x depth, not with queries x pages.
+
+Results come from this ranker (source ``reference``) unless a cycle holds results loaded from another
+engine with :func:`load_results` (source ``loaded``): :func:`rank_queries` leaves such a cycle alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import unquote
+
+import duckdb
+import polars as pl
+
+from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.parse.canonical import UrlRejected, canonicalize
+from crawlcycle.ranking.query_log import normalize_query
+from crawlcycle.settings import RANK_FIELDS, Settings
+
+# The stop set of Lucene's EnglishAnalyzer: function words that almost every English page holds.
+STOPWORDS = ("a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no",
+             "not", "of", "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this",
+             "to", "was", "will", "with")
+_TERM = r"[^\W_]+"
+CHUNK_PAGES = 5000  # pages tokenized at once: bounds memory when a large crawl is indexed in one run
+
+
+def terms(text: pl.Expr) -> pl.Expr:
+    """The terms of each text, in order, repeats kept."""
+    return (text.map_elements(normalize_query, return_dtype=pl.String).str.extract_all(_TERM)
+            .list.filter(~pl.element().is_in(STOPWORDS)))
+
+
+def _postings(fields: pl.DataFrame) -> pl.DataFrame:
+    """(url, field, term, tf) of frame (url, field, content, n): content counted n times."""
+    return (fields.with_columns(term=terms(pl.col("content"))).explode("term").drop_nulls("term")
+            .group_by("url", "field", "term").agg(tf=pl.col("n").sum().cast(pl.Int32)))
+
+
+def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
+    """Bring the index up to date after cycle ``cycle``: index the pages not indexed yet, drop pages that are no
+    longer indexable, and rewrite the anchor field of pages with new in-links. Running it again for the same
+    cycle leaves the same tables. Returns how many pages got their content fields and anchor field written."""
+    with _transaction(con):
+        run_sql(con, "ranker/sync_docs", cycle=cycle)
+        counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
+        # Every chunk's input is read from links and pages in one pass, and every chunk's output is written to the
+        # index in one pass: a pass per chunk would scan those tables once per chunk, which grows with the square
+        # of the crawl.
+        run_sql(con, "ranker/refresh_inputs")
+        for first in range(1, counts["anchor_pages"][0] + 1, CHUNK_PAGES):
+            _index_chunk(con, first, first + CHUNK_PAGES - 1)
+        run_sql(con, "ranker/write_postings", cycle=cycle)
+        run_sql(con, "ranker/index_stats")
+    return counts.row(0, named=True)
+
+
+def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+    """Tokenize the fields of pages ``first``..``last`` of r_refresh into s_rewrite and s_postings."""
+    pages = query(con, "ranker/content", first=first, last=last)
+    anchors = query(con, "ranker/anchors", first=first, last=last)
+    url_text = pl.col("url").map_elements(lambda u: unquote(u.split("://", 1)[-1]), return_dtype=pl.String)
+    fields = pl.concat([
+        pages.select("url", field=pl.lit(name), content=column, n=pl.lit(1, dtype=pl.Int64))
+        for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text))
+    ] + [anchors.select("url", field=pl.lit("anchor"), content="anchor", n="links")])
+    con.register("s_chunk_rewrite", fields.select("url", "field").unique())
+    con.register("s_chunk_postings", _postings(fields))
+    try:
+        con.execute("INSERT INTO s_rewrite SELECT url, field FROM s_chunk_rewrite")
+        con.execute("INSERT INTO s_postings SELECT url, field, term, tf FROM s_chunk_postings")
+    finally:
+        con.unregister("s_chunk_rewrite")
+        con.unregister("s_chunk_postings")
+
+
+@contextmanager
+def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str]) -> Iterator[None]:
+    """Stage the queries (s_queries), their terms (s_query_terms) and the terms' BM25F weights in the pages holding
+    them (r_weights), with integer ids for queries and terms."""
+    staged = pl.DataFrame({"query": sorted(set(queries))}, schema={"query": pl.String}).with_row_index("qid")
+    query_terms = (staged.select("qid", term=terms(pl.col("query"))).explode("term").drop_nulls("term").unique()
+                   .with_columns(tid=pl.col("term").rank("dense").cast(pl.UInt32)))
+    con.register("s_queries", staged)
+    con.register("s_query_terms", query_terms)
+    weights, bs = settings.field_values("bm25_weights"), settings.field_values("bm25_b")
+    try:
+        run_sql(con, "ranker/weights", fields=list(RANK_FIELDS), weights=[weights[f] for f in RANK_FIELDS],
+                bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight)
+        yield
+    finally:
+        con.unregister("s_queries")
+        con.unregister("s_query_terms")
+        con.execute("DROP TABLE IF EXISTS r_weights")
+
+
+def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
+                 queries: list[str] | None = None) -> int:
+    """Replace cycle ``cycle``'s results with the top ``top_k`` pages of each query (source ``reference``);
+    return the rows written. The queries are those of the cycle's query-log partition unless given. A cycle
+    holding loaded results is left as it is (returns 0)."""
+    if scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]):
+        return 0
+    if queries is None:
+        queries = con.sql("SELECT DISTINCT l.query FROM query_log l JOIN cycles c ON c.interval_start = l.partition "
+                          "WHERE c.cycle = ?", params=[cycle]).pl()["query"].to_list()
+    with _weights(con, settings, [normalize_query(q) for q in queries]), _transaction(con):
+        run_sql(con, "ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
+    return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])
+
+
+def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
+                pairs: pl.DataFrame) -> pl.DataFrame:
+    """S of given (query, page) pairs: ``pairs`` (qid, url) with qid indexing ``queries``, which must be
+    normalised and distinct. Returns (qid, url, score) for the pairs whose page is indexed."""
+    if sorted(set(queries)) != queries:
+        raise ValueError("pair_scores needs distinct queries in sorted order (qid = position)")
+    con.register("s_pairs", pairs.select(pl.col("qid").cast(pl.UInt32), "url"))
+    try:
+        with _weights(con, settings, queries):
+            return query(con, "ranker/pair_scores").sort("qid", "url")
+    finally:
+        con.unregister("s_pairs")
+
+
+def inherited_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
+                     candidates: pl.DataFrame) -> pl.DataFrame:
+    """Inherited relevance of ``candidates`` (qid, seq), qid indexing ``queries`` (normalised, distinct, sorted):
+    (qid, seq, inherited_max, inherited_mean, crawled_linkers), S of the crawled pages linking to each page."""
+    if sorted(set(queries)) != queries:
+        raise ValueError("inherited_scores needs distinct queries in sorted order (qid = position)")
+    con.register("s_candidates", candidates.select(pl.col("qid").cast(pl.UInt32), "seq"))
+    try:
+        with _weights(con, settings, queries):
+            return query(con, "evidence/inherited")
+    finally:
+        con.unregister("s_candidates")
+
+
+def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -> dict[str, float]:
+    """Score of every indexed page holding a term of query ``text``, best first."""
+    with _weights(con, settings, [normalize_query(text)]):
+        scores = query(con, "ranker/page_scores")
+    return dict(zip(scores["url"], scores["score"], strict=True))
+
+
+@contextmanager
+def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, path: str | Path) -> int:
+    """Replace cycle ``cycle``'s results with another engine's top K; return the rows written.
+
+    ``path``: Parquet with columns query, rank, url and optionally score, or TSV without a header,
+    ``query<TAB>rank<TAB>url[<TAB>score]``. Queries are normalised and URLs canonicalized like the crawler's;
+    ranks beyond ``top_k`` are dropped; a missing score is 1 / rank."""
+    path = Path(path)
+    if path.suffix == ".parquet":
+        df = pl.read_parquet(path)
+    else:
+        df = pl.read_csv(path, separator="\t", has_header=False, quote_char=None, infer_schema=False)
+        if df.width not in (3, 4):
+            raise ValueError(f"results {path}: expected 3 or 4 tab-separated columns, got {df.width}")
+        df.columns = ["query", "rank", "url", "score"][:df.width]
+    if "score" not in df.columns:
+        df = df.with_columns(score=None)
+    try:
+        df = df.select(pl.col("query").cast(pl.String), pl.col("rank").cast(pl.Int32), pl.col("url").cast(pl.String),
+                       pl.col("score").cast(pl.Float64))
+    except (pl.exceptions.ColumnNotFoundError, pl.exceptions.InvalidOperationError) as e:
+        raise ValueError(f"results {path}: needs columns query, rank (integer), url, score (optional): {e}") from None
+    bad = df.filter(pl.any_horizontal(pl.col("query", "rank", "url").is_null()) | (pl.col("rank") < 1))
+    if bad.height:
+        raise ValueError(f"results {path}: {bad.height} rows without a query, rank >= 1 or url; first: {bad.row(0)}")
+    df = df.filter(pl.col("rank") <= settings.top_k)
+    try:
+        urls = [canonicalize(url, settings=settings) for url in df["url"]]
+    except UrlRejected as e:
+        raise ValueError(f"results {path}: URL rejected, {e}") from None
+    df = df.with_columns(pl.col("query").map_elements(normalize_query, return_dtype=pl.String),
+                         url=pl.Series(urls, dtype=pl.String), score=pl.col("score").fill_null(1 / pl.col("rank")))
+    repeated = df.filter(pl.struct("query", "rank").is_duplicated())
+    if repeated.height:
+        raise ValueError(f"results {path}: query and rank repeat, e.g. {repeated.row(0)}")
+    con.register("s_results", df)
+    try:
+        with _transaction(con):
+            con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
+            con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",
+                        [cycle])
+    finally:
+        con.unregister("s_results")
+    return df.height

@@ -1,0 +1,1 @@
+"""What people read: the Crawl page's data and ``crawlcycle report``."""

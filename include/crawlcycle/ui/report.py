@@ -1,0 +1,113 @@
+"""Per-cycle summary for people: ``crawlcycle report``."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from crawlcycle.airflow import task_overhead
+from crawlcycle.db import connect
+from crawlcycle.settings import Settings
+
+COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
+           "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
+# Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; README, "cycles").
+ENGAGEMENT = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
+              "batch_query_mass"]
+
+
+def engagement_text(row: dict) -> str:
+    """A cycle's engagement figures in words; "–" where its policy gives none."""
+    def count(value: int | None) -> str:
+        return "–" if value is None else str(value)
+
+    def share(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.1f} %"
+
+    return (f"needy queries {count(row['needy_queries'])}, with frontier candidates "
+            f"{count(row['needy_with_candidates'])}, frontier pages in sketches {count(row['sketch_frontier_pages'])}, "
+            f"next batch: URLs with query impact {share(row['batch_query_share'])}, priority mass from queries "
+            f"{share(row['batch_query_mass'])}")
+
+
+def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> str:
+    """The gates' validation seconds, their GX import seconds apart, and their share of the cycle's wall time."""
+    imports = sum(v for k, v in stage_seconds.items() if k.startswith("gate_") and k.endswith("_import"))
+    checks = sum(v for k, v in stage_seconds.items() if k.startswith("gate_") and not k.endswith("_import"))
+    share = f", {100 * (checks + imports) / cycle_seconds:.0f} % of the cycle's {cycle_seconds:.0f} s" \
+        if cycle_seconds else ""
+    return f"validation {checks:.1f} s + GX import {imports:.1f} s{share}"
+
+
+def cycle_summary(settings: Settings) -> pl.DataFrame:
+    with connect(settings, read_only=True) as con:
+        summary = con.sql("SELECT * FROM v_cycle_summary").pl()
+        stages = con.sql("SELECT cycle, run_id, stage_seconds FROM cycles ORDER BY cycle").pl()
+    parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
+    timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
+    gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
+    return summary.select(COLUMNS + ENGAGEMENT).with_columns(
+        stage_seconds=pl.Series(timing, dtype=pl.String), gates=pl.Series(gates, dtype=pl.String),
+        run_id=stages["run_id"], stage_json=stages["stage_seconds"])
+
+
+NOT_AIRFLOW = "no Airflow task instances (run outside Airflow, e.g. by `crawlcycle cycle`)"
+
+
+def airflow_runs(df: pl.DataFrame, metadata: str | None = None) -> tuple[dict[int, task_overhead.CycleOverhead], str]:
+    """Where each cycle's Airflow run spent its wall time, by cycle; and, when Airflow's metadata database cannot
+    be read, one line saying why (else "")."""
+    cycles = [(r["cycle"], r["run_id"], json.loads(r["stage_json"] or "{}")) for r in df.iter_rows(named=True)]
+    try:
+        return task_overhead.overheads(cycles, metadata), ""
+    except task_overhead.MetadataUnavailable as e:
+        return {}, f"Airflow task overhead: {e}; cycles run with `crawlcycle cycle` have no task instances"
+
+
+def task_table(run: task_overhead.CycleOverhead) -> pl.DataFrame:
+    tasks = pl.DataFrame([vars(t) for t in run.tasks]).with_columns(pl.col(pl.Float64).round(2))
+    return tasks.rename({"startup": "start_up", "own": "stage"})
+
+
+def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The latest cycle's most needy queries, and the head of the next batch with why each URL is in it."""
+    with connect(settings, read_only=True) as con:
+        needy = con.sql("SELECT rank, query, frequency, round(improvability, 3) AS improvability, "
+                        "round(neediness, 3) AS neediness FROM v_needy_queries LIMIT ?", params=[rows]).pl()
+        batch = con.sql("SELECT rank, url, round(priority, 4) AS priority, query_impact, "
+                        "round(prestige_part, 4) AS prestige_part, needy_queries[1:3] AS needy_queries "
+                        "FROM v_batch_explain WHERE cycle = (SELECT max(cycle) FROM batches) LIMIT ?",
+                        params=[rows]).pl()
+    return needy, batch
+
+
+def print_report(settings: Settings, airflow_metadata: str | None = None) -> None:
+    """The per-cycle summary; ``airflow_metadata`` is the SQLAlchemy URL of Airflow's metadata database
+    (default: task_overhead.metadata_url())."""
+    df = cycle_summary(settings)
+    if df.is_empty():
+        print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
+        return
+    needy, batch = steering(settings)
+    runs, no_airflow = airflow_runs(df, airflow_metadata)
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
+                   tbl_hide_column_data_types=True, fmt_str_lengths=80):
+        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *ENGAGEMENT))
+        if no_airflow:
+            print(no_airflow)
+        for row in df.iter_rows(named=True):
+            print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
+            print(f"cycle {row['cycle']} quality gates: {row['gates']}")
+            if not no_airflow:
+                run = runs.get(row["cycle"])
+                print(f"cycle {row['cycle']} Airflow overhead: " + (run.line() if run else NOT_AIRFLOW))
+            print(f"cycle {row['cycle']} query engagement ({row['policy']}): {engagement_text(row)}")
+        if runs:
+            print(f"Airflow tasks of cycle {max(runs)}, seconds (start_up: process fork, DAG parse, imports, "
+                  "opening DuckDB, reporting back):")
+            print(task_table(runs[max(runs)]))
+        print(f"needy queries of cycle {df['cycle'][-1]} (v_needy_queries):")
+        print(needy)
+        print("head of the next batch and why (v_batch_explain):")
+        print(batch)
