@@ -4,13 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: demo celery-demo test lint ui report bench-fetch bench-parse bench-score bench-policies lock clean
+.PHONY: demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean
 
-# The virtual environment is (re)built from the lock file whenever the lock or pyproject changes.
-$(VENV)/.installed: requirements.lock pyproject.toml
+# The virtual environment is (re)built from the dev lock (runtime set + test tools) whenever it or pyproject changes.
+$(VENV)/.installed: requirements-dev.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check uv==0.13.8
-	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements.lock
+	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $@
 
@@ -23,6 +23,10 @@ celery-demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
+
+# Everything but the tests that start Airflow, system services or a browser: a few minutes on two cores.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check include dags plugins tests bench
@@ -45,9 +49,12 @@ bench-score: $(VENV)/.installed
 bench-policies: $(VENV)/.installed
 	$(BIN)/python bench/policies.py
 
-# Re-resolve every pinned version (needs the package index); commit the result.
+# Re-resolve the pinned versions (needs the package index); commit both files. requirements.lock is what runs
+# (the Docker image installs it); requirements-dev.lock is the same set plus the test and lint tools.
 lock:
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --generate-hashes -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -c requirements.lock \
+		-o requirements-dev.lock
 
 clean:
 	rm -rf data .airflow

@@ -1,11 +1,9 @@
-"""crawl_cycle: one DAG run is one crawl cycle. Wiring only; the stages live in crawlcycle.pipeline.stages.
+"""crawl_cycle: one DAG run is one crawl cycle. Wiring only: the tasks and their order are
+crawlcycle.pipeline.stage_order.STAGE_ORDER, the stages live in crawlcycle.pipeline.stages.
 
-begin -> plan_shards -> fetch[shard] -> parse[shard] -> gate_shards -> update -> gate_update -> refit
--> select_needy -> score -> materialize -> gate_materialize -> close
-
-gate_shards runs the fetch and the parse gates in one task: a gate task pays the import of Great Expectations
-unless its executor preloaded it (crawlcycle.airflow.executor does, for LocalExecutor), and the shards' output
-reaches the database only through update, after both gates.
+fetch and parse are mapped over the host shards; every other task opens the DuckDB file and runs alone. A gate
+task pays the import of Great Expectations unless its executor preloaded it (crawlcycle.airflow.executor does,
+for LocalExecutor).
 """
 
 from __future__ import annotations
@@ -15,7 +13,8 @@ from functools import partial
 import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
-from crawlcycle.airflow.support import GATE_TASKS, dag_settings, db_args, default_args, fetch_args, run_interval
+from crawlcycle.airflow.support import dag_settings, db_args, default_args, fetch_args, policy_doc, run_interval
+from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER
 from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
@@ -40,8 +39,7 @@ def _run(**overrides: object) -> object:
     max_consecutive_failed_dag_runs=settings.max_failed_runs,
     default_args=default_args(settings),
     params={
-        "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES],
-                        description="ordering policy for this run (empty: the policy setting)"),
+        "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES], description_md=policy_doc()),
         "batch_size": Param(None, type=["null", "integer"], minimum=1, description="URLs in the next batch"),
         "per_host_cap": Param(None, type=["null", "integer"], minimum=1, description="most URLs per host"),
     },
@@ -95,17 +93,22 @@ def crawl_cycle() -> None:
 
         return stages.CYCLE_STAGES[name](_run(), cycle_no)
 
+    # STAGE_ORDER: begin gives the cycle number and plan_shards the shard folders, each shard task is mapped over
+    # the folders the one before it returned, and the tasks after them run one after the other.
     cycle_no = begin()
-    fetched = fetch.expand(shard_dir=plan_shards(cycle_no))
-    parsed = parse.expand(shard_dir=fetched)
-    chain(
-        gate.override(task_id="gate_shards")(list(GATE_TASKS["gate_shards"]), cycle_no, parsed),
-        update(cycle_no, parsed),
-        gate.override(task_id="gate_update")(list(GATE_TASKS["gate_update"]), cycle_no),
-        *[stage.override(task_id=name)(name, cycle_no) for name in ("refit", "select_needy", "score", "materialize")],
-        gate.override(task_id="gate_materialize")(list(GATE_TASKS["gate_materialize"]), cycle_no),
-        stage.override(task_id="close")("close", cycle_no),
-    )
+    shard_dirs = plan_shards(cycle_no)
+    per_shard = {"fetch": fetch, "parse": parse}
+    serial = []
+    for t in STAGE_ORDER[2:]:
+        if t.kind == SHARD:
+            shard_dirs = per_shard[t.name].expand(shard_dir=shard_dirs)
+        elif t.kind == GATE:
+            serial.append(gate.override(task_id=t.name)(list(t.gates), cycle_no, shard_dirs if t.shards else None))
+        elif t.name == "update":
+            serial.append(update(cycle_no, shard_dirs))
+        else:
+            serial.append(stage.override(task_id=t.name)(t.name, cycle_no))
+    chain(*serial)
 
 
 crawl_cycle()

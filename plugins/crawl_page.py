@@ -19,7 +19,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from crawlcycle.devtools.airflow_stack import DAG_ID
+from crawlcycle.airflow.environment import DAG_ID
 from crawlcycle.settings import load_settings
 from crawlcycle.ui import crawl_views
 

@@ -1,5 +1,6 @@
-"""Shared fixtures: a generated demo web served on loopback, settings pointing at it, and an isolated
-Airflow home (set before anything imports Airflow, which reads its configuration at import)."""
+"""Shared fixtures: a generated demo web served on loopback, settings pointing at it, a misbehaving server,
+the shared data folder next to the project, and an isolated Airflow home (set before anything imports Airflow,
+which reads its configuration at import)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.devtools.airflow_stack import airflow_env
+from crawlcycle.airflow.environment import airflow_env
 
 _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="crawlcycle-airflow-"))
 os.environ.update(airflow_env(_AIRFLOW_HOME))
@@ -22,9 +23,25 @@ for _key in [k for k in os.environ if k.startswith("CRAWLCYCLE_")]:
 
 from crawlcycle.devtools.demo_web import DemoWeb, generate  # noqa: E402
 from crawlcycle.devtools.warc_server import serve  # noqa: E402
-from crawlcycle.settings import Settings, load_settings  # noqa: E402
+from crawlcycle.settings import Settings  # noqa: E402
+from tests.support.demo import demo_settings  # noqa: E402
+from tests.support.faultserver import FaultServer  # noqa: E402
 
-USER_AGENT = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
+# Real corpora, queries and conformance cases, kept next to the project rather than in it.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    if not SHARED.is_dir():
+        pytest.fail(f"{SHARED} is missing: the shared data must sit next to the project (../shared)", pytrace=False)
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def dev_docs(shared: Path) -> Path:
+    """The real documentation web snapshot."""
+    return shared / "corpus" / "dev-docs.warc.gz"
 
 
 @pytest.fixture(scope="session")
@@ -40,21 +57,17 @@ def demo_server(demo_web: DemoWeb) -> Iterator[int]:
         yield handle.port
 
 
-def demo_settings(tmp_path: Path, demo_web: DemoWeb, port: int, **overrides: object) -> Settings:
-    values = {
-        "user_agent": USER_AGENT, "connect_to": f"*.test=127.0.0.1:{port}", "allow_networks": "127.0.0.0/8",
-        "min_delay": 0.01, "max_delay": 1.0, "delay_factor": 0.5, "db_path": str(tmp_path / "crawl.duckdb"),
-        "data_dir": str(tmp_path / "data"), "seeds_file": str(demo_web.seeds),
-        "query_log_dir": str(demo_web.query_log_dir), "batch_size": 120, "per_host_cap": 20, "shards": 3,
-        "start_date": "2026-11-01", "end_date": "2026-11-03", "parse_workers": 1,
-    }
-    values.update(overrides)
-    return load_settings(overrides=values, environ={})
-
-
 @pytest.fixture
 def settings(tmp_path: Path, demo_web: DemoWeb, demo_server: int) -> Settings:
     return demo_settings(tmp_path, demo_web, demo_server)
+
+
+@pytest.fixture
+def server() -> Iterator[FaultServer]:
+    """A misbehaving HTTP server on loopback; its routes are the test's to script."""
+    s = FaultServer()
+    yield s
+    s.close()
 
 
 @pytest.fixture(scope="session")

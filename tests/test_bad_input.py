@@ -12,8 +12,9 @@ import pytest
 
 from crawlcycle.db import connect, migrate
 from crawlcycle.settings import Settings, load_settings, write_toml
-from tests.conftest import USER_AGENT
-from tests.test_cli import _run
+from tests.support.cli import run_cli
+from tests.support.demo import USER_AGENT
+from tests.support.net import free_port
 
 
 def _one_line(res: subprocess.CompletedProcess, *words: str) -> str:
@@ -40,7 +41,7 @@ def test_init_admits_the_valid_seeds_and_keeps_the_others_in_url_rejects(tmp_pat
                      "  http://b.demo.test/big.zip  \nhttp://b.demo.test/page.html\nnot a url\nHTTP://A.demo.test:80/\n")
     cfg, settings = _config(tmp_path, seeds_file=str(seeds))
     for run in (1, 2):  # a second init admits nothing new and records the same rejects once
-        res = _run("init", config=cfg)
+        res = run_cli("init", config=cfg)
         assert res.returncode == 0, res.stderr
         admitted = 2 if run == 1 else 0
         assert f"{admitted} seed URLs admitted, 3 seed lines rejected" in res.stdout
@@ -63,7 +64,7 @@ def test_a_seeds_file_without_a_valid_seed_stops_init(tmp_path: Path, text: str,
     seeds = tmp_path / "seeds.txt"
     seeds.write_text(text)
     cfg, settings = _config(tmp_path, seeds_file=str(seeds))
-    _one_line(_run("init", config=cfg), f"setting seeds_file: {seeds} ", reason)
+    _one_line(run_cli("init", config=cfg), f"setting seeds_file: {seeds} ", reason)
     assert not Path(settings.db_path).exists()
 
 
@@ -73,7 +74,7 @@ def test_a_db_path_that_is_not_a_duckdb_file(tmp_path: Path, command: tuple[str,
     seeds.write_text("http://a.demo.test/\n")
     cfg, settings = _config(tmp_path, seeds_file=str(seeds))
     Path(settings.db_path).write_text("my notes, not a database\n")
-    _one_line(_run(*command, config=cfg), f"setting db_path: {settings.db_path} is not a DuckDB database")
+    _one_line(run_cli(*command, config=cfg), f"setting db_path: {settings.db_path} is not a DuckDB database")
     assert Path(settings.db_path).read_text() == "my notes, not a database\n"
 
 
@@ -81,9 +82,9 @@ def test_a_crawl_database_in_use_by_another_process(tmp_path: Path) -> None:
     cfg, settings = _config(tmp_path)
     with connect(settings) as con:  # this test's process holds the file; the command is another process
         migrate(con)
-        line = _one_line(_run("report", config=cfg), f"setting db_path: {settings.db_path} is in use by another "
+        line = _one_line(run_cli("report", config=cfg), f"setting db_path: {settings.db_path} is in use by another "
                                                      f"process (PID {os.getpid()})")
-    assert "no cycles yet" in _run("report", config=cfg).stdout, line
+    assert "no cycles yet" in run_cli("report", config=cfg).stdout, line
 
 
 def _warc_cases(tmp_path: Path) -> list[tuple[Path, str]]:
@@ -103,11 +104,10 @@ def _warc_cases(tmp_path: Path) -> list[tuple[Path, str]]:
 
 
 def test_demo_web_refuses_a_snapshot_it_cannot_serve(tmp_path: Path) -> None:
-    with socket.socket() as s:  # a free port: were a snapshot served after all, it would not meet a running demo
-        s.bind(("127.0.0.1", 0))
-        cfg, _ = _config(tmp_path, demo_port=s.getsockname()[1])
+    # a free port: were a snapshot served after all, it would not meet a running demo
+    cfg, _ = _config(tmp_path, demo_port=free_port())
     for path, reason in _warc_cases(tmp_path):
-        _one_line(_run("demo-web", "--serve", "--snapshot", str(path), config=cfg),
+        _one_line(run_cli("demo-web", "--serve", "--snapshot", str(path), config=cfg),
                   f"setting snapshot: {path} {reason}")
 
 
@@ -116,7 +116,7 @@ def test_simulate_refuses_a_snapshot_it_cannot_read(tmp_path: Path) -> None:
     (tmp_path / "queries.tsv").write_text("python lists\t3\n")
     (tmp_path / "seeds.txt").write_text("http://a.demo.test/\n")
     for path, reason in _warc_cases(tmp_path):
-        res = _run("simulate", "--snapshot", str(path), "--queries", str(tmp_path / "queries.tsv"),
+        res = run_cli("simulate", "--snapshot", str(path), "--queries", str(tmp_path / "queries.tsv"),
                    "--seeds", str(tmp_path / "seeds.txt"), "--policy", "bfs", "--out", str(tmp_path / "out"),
                    config=cfg)
         _one_line(res, f"--snapshot: {path} {reason}")
@@ -129,8 +129,8 @@ def test_a_bad_query_log_row_stops_the_cycle_with_one_line(settings: Settings, t
     bad.write_text("query\tfrequency\npython lists\t3\nrust traits\tmany\n")
     write_toml(settings, tmp_path / "s.toml")
     cfg = tmp_path / "s.toml"
-    assert _run("init", config=cfg).returncode == 0
-    res = _run("cycle", "--date", "2026-11-01", "--query-log-dir", str(tmp_path / "log"), config=cfg)
+    assert run_cli("init", config=cfg).returncode == 0
+    res = run_cli("cycle", "--date", "2026-11-01", "--query-log-dir", str(tmp_path / "log"), config=cfg)
     _one_line(res, f"query log {bad}: 1 bad rows of 2; first, row 3 (bad frequency)")
     with connect(settings, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM fetch_log").fetchall() == [(0,)]
@@ -141,7 +141,7 @@ def test_a_demo_port_another_program_holds(tmp_path: Path) -> None:
         held.bind(("127.0.0.1", 0))
         held.listen()
         cfg, _ = _config(tmp_path, demo_port=held.getsockname()[1], demo_hosts=6, demo_pages=120)
-        _one_line(_run("demo-web", "--serve", config=cfg), f"setting demo_port: 127.0.0.1:{held.getsockname()[1]} "
+        _one_line(run_cli("demo-web", "--serve", config=cfg), f"setting demo_port: 127.0.0.1:{held.getsockname()[1]} "
                                                            "is in use by another program")
 
 
@@ -153,5 +153,5 @@ def test_a_cycle_started_before_the_one_before_it_finished(settings: Settings, t
     write_toml(settings, tmp_path / "s.toml")
     stages.init(settings)
     stages.begin(settings, date(2026, 11, 1))  # opened, never finished
-    _one_line(_run("cycle", "--date", "2026-11-02", config=tmp_path / "s.toml"),
+    _one_line(run_cli("cycle", "--date", "2026-11-02", config=tmp_path / "s.toml"),
               "cycle 1 (interval 2026-11-01) has not finished")

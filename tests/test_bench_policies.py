@@ -22,14 +22,10 @@ from crawlcycle.evaluation.policy_lab import (
     zipf_workload,
 )
 
-DEV_DOCS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev-docs.warc.gz"
-
 
 @pytest.fixture(scope="module")
-def dev_docs_pages() -> dict[str, list[str]]:
-    if not DEV_DOCS.is_file():
-        pytest.fail(f"{DEV_DOCS} is missing: the shared data must sit next to the project (../shared)")
-    return html_pages(DEV_DOCS)
+def dev_docs_pages(dev_docs: Path) -> dict[str, list[str]]:
+    return html_pages(dev_docs)
 
 
 def test_run_0_starts_from_each_site_s_index_page(dev_docs_pages: dict[str, list[str]]) -> None:

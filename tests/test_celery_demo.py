@@ -9,10 +9,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crawlcycle.devtools.airflow_stack import ROOT
+from crawlcycle.airflow.environment import ROOT
 from crawlcycle.devtools.celery_demo import GENERAL_WORKERS, WRITER, check_assignment, run_celery_demo
 from crawlcycle.settings import load_settings
-from tests.test_dag import DB_TASKS
+from tests.support.dag import DB_TASKS
 
 
 def _row(task: str, worker: str, queue: str, map_index: int = -1) -> dict:
@@ -30,7 +30,8 @@ def test_check_assignment_names_each_break_of_the_topology() -> None:
     assert problems[1].startswith("update ran on general2") and problems[2] == "parse[0] ran on writer"
 
 
-@pytest.mark.slow
+@pytest.mark.airflow
+@pytest.mark.services
 def test_celery_demo_spreads_shards_and_keeps_one_writer(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     settings = load_settings(ROOT / "crawlcycle.toml", environ={})
     before = {p.pid for p in psutil.process_iter()}

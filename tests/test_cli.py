@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,13 +11,7 @@ import polars as pl
 
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
-
-EXE = str(Path(sys.executable).with_name("crawlcycle"))
-
-
-def _run(*args: str, config: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([EXE, *args, "--config", str(config)], input=stdin, capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin"})
+from tests.support.cli import EXE, run_cli
 
 
 def test_fetch_command_logs_every_url_and_exits_zero(settings: Settings, tmp_path: Path) -> None:
@@ -26,7 +19,7 @@ def test_fetch_command_logs_every_url_and_exits_zero(settings: Settings, tmp_pat
     urls = tmp_path / "urls.txt"
     home = Path(settings.seeds_file).read_text().split()[0]
     urls.write_text(f"{home}\n{home}no-such-page.html\nftp://example.org/file\n")
-    res = _run("fetch", "--urls", str(urls), "--out", str(tmp_path / "out"), config=tmp_path / "s.toml")
+    res = run_cli("fetch", "--urls", str(urls), "--out", str(tmp_path / "out"), config=tmp_path / "s.toml")
     assert res.returncode == 0, res.stderr
     log = pl.read_parquet(tmp_path / "out" / "fetch_log.parquet")
     assert dict(zip(log["url"], log["outcome"], strict=True)) == {
@@ -36,20 +29,20 @@ def test_fetch_command_logs_every_url_and_exits_zero(settings: Settings, tmp_pat
 
 def test_bad_arguments_fail_with_one_line(settings: Settings, tmp_path: Path) -> None:
     write_toml(settings, tmp_path / "s.toml")
-    res = _run("fetch", "--urls", str(tmp_path / "missing.txt"), "--out", str(tmp_path), config=tmp_path / "s.toml")
+    res = run_cli("fetch", "--urls", str(tmp_path / "missing.txt"), "--out", str(tmp_path), config=tmp_path / "s.toml")
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "missing.txt" in res.stderr
-    res = _run("report", "--min-delay", "fast", config=tmp_path / "s.toml")
+    res = run_cli("report", "--min-delay", "fast", config=tmp_path / "s.toml")
     assert (res.returncode, res.stderr.strip()) == (2, "crawlcycle: setting min_delay: expected float, got 'fast'")
 
 
 def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
     write_toml(settings, tmp_path / "s.toml")
     cfg = tmp_path / "s.toml"
-    assert "seed URLs admitted" in _run("init", config=cfg).stdout
-    res = _run("cycle", "--date", "2026-11-01", config=cfg)
+    assert "seed URLs admitted" in run_cli("init", config=cfg).stdout
+    res = run_cli("cycle", "--date", "2026-11-01", config=cfg)
     assert res.returncode == 0, res.stderr
     assert "cycle 1:" in res.stdout and "next batch" in res.stdout
-    report = _run("report", config=cfg).stdout
+    report = run_cli("report", config=cfg).stdout
     assert "2026-11-01" in report and "done" in report
     # the gates' cost, GX import apart: this process-per-command run paid the import in its cycle's first gate
     gates = re.search(r"cycle 1 quality gates: validation ([\d.]+) s \+ GX import ([\d.]+) s, (\d+) % of", report)
@@ -62,14 +55,14 @@ def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
 
 def test_canon_prints_one_line_per_input(tmp_path: Path, settings: Settings) -> None:
     write_toml(settings, tmp_path / "s.toml")
-    res = _run("canon", config=tmp_path / "s.toml", stdin="HTTP://Example.COM:80/a/./b/../c#frag\nmailto:x@y\n")
+    res = run_cli("canon", config=tmp_path / "s.toml", stdin="HTTP://Example.COM:80/a/./b/../c#frag\nmailto:x@y\n")
     assert res.stdout.splitlines() == ["http://example.com/a/c", "-\tbad_scheme"]
 
 
 def test_setting_flags_mean_the_same_in_every_command(tmp_path: Path, settings: Settings) -> None:
     # `simulate` gives --policy and --snapshot meanings of its own; elsewhere they stay settings
     write_toml(settings, tmp_path / "s.toml")
-    res = _run("settings", "--policy", "pagerank", "--snapshot", "x.warc.gz", config=tmp_path / "s.toml")
+    res = run_cli("settings", "--policy", "pagerank", "--snapshot", "x.warc.gz", config=tmp_path / "s.toml")
     assert "policy = 'pagerank'" in res.stdout and "x.warc.gz'" in res.stdout, res.stderr
 
 

@@ -5,7 +5,6 @@ login, shows up in the UI's navigation, and its numbers are the crawl database's
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,16 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import ADMIN, AirflowStack
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.settings import write_toml
-from tests.test_crawl_views import crawled_settings, write_simulation
+from tests.support.demo import crawled_settings
+from tests.support.net import free_port
+from tests.support.simulation import write_simulation
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.airflow, pytest.mark.browser]
 
 OUTPUT = Path(__file__).resolve().parents[1] / "test-output"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _texts(frame, table: str, col: str) -> list[str]:  # noqa: ANN001 - a Playwright FrameLocator
@@ -48,11 +43,11 @@ def test_crawl_page_in_the_airflow_ui(demo_web: DemoWeb, demo_server: int, tmp_p
         cycles = con.execute("SELECT cycle, fetched, errors, new_urls FROM cycles ORDER BY cycle").fetchall()
         batch = con.execute("SELECT url, priority FROM batches WHERE cycle = 3 ORDER BY rank").fetchall()
         errors = con.execute("SELECT count(*) FROM fetch_log WHERE cycle = 2 AND error_class IS NOT NULL").fetchall()
-    stack = AirflowStack(tmp_path / "airflow", port=_free_port(), config=tmp_path / "settings.toml",
+    stack = AirflowStack(tmp_path / "airflow", port=free_port(), config=tmp_path / "settings.toml",
                          log=lambda m: None)
     # Ports of its own, so that it runs beside other Airflow instances.
-    stack.env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] = str(_free_port())
-    stack.env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(_free_port())
+    stack.env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] = str(free_port())
+    stack.env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
     stack.setup()
     OUTPUT.mkdir(exist_ok=True)
     with stack:

@@ -6,41 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from dataclasses import replace
-from datetime import date
 from pathlib import Path
 
 import lxml.html
-import polars as pl
 import pytest
 
 from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
-from crawlcycle.evaluation.ground_truth import Truth
-from crawlcycle.evaluation.simulator import curve, summarize
-from crawlcycle.pipeline import stages
+from crawlcycle.pipeline import crawl_snapshot
 from crawlcycle.settings import Settings
 from crawlcycle.ui import crawl_views
-from tests.conftest import demo_settings
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def crawled_settings(folder: Path, demo_web: DemoWeb, port: int) -> Settings:
-    """Settings after two cycles whose seeds add a page the demo web lacks and a host nothing listens for."""
-    seeds = folder / "seeds.txt"
-    seeds.write_text(demo_web.seeds.read_text() + "http://hiking.demo.test/no-such-page.html\nhttp://down.test/\n")
-    settings = demo_settings(folder, demo_web, port, seeds_file=str(seeds),
-                             connect_to=f"down.test=127.0.0.1:{_closed_port()},*.test=127.0.0.1:{port}")
-    stages.init(settings)
-    for day in (1, 2):
-        stages.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
-    return settings
+from tests.support.demo import crawled_settings
+from tests.support.simulation import write_simulation
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +40,8 @@ def _has(doc: lxml.html.HtmlElement, element_id: str, child: str = "") -> bool:
 
 
 def test_close_exports_the_tables_the_page_shows(crawled: Settings) -> None:
-    snap = crawl_views.load_snapshot(crawled)
-    assert snap["cycle"] == 2 and list(snap["tables"]) == list(crawl_views.TABLES)
+    snap = crawl_snapshot.load_snapshot(crawled)
+    assert snap["cycle"] == 2 and list(snap["tables"]) == list(crawl_snapshot.TABLES)
     t = snap["tables"]
     assert [(c["cycle"], c["fetched"], c["errors"], c["new_urls"], c["next_batch"]) for c in t["cycles"]] == _q(
         crawled, "SELECT cycle, fetched, errors, new_urls, next_batch FROM cycles ORDER BY cycle")
@@ -119,7 +97,7 @@ def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None
                "batch_query_mass")
     rows = _q(crawled, f"SELECT cycle, {', '.join(figures)} FROM v_cycle_summary ORDER BY cycle")
     assert rows and all(v is not None for r in rows for v in r)  # two hybrid cycles: every figure is there
-    exported = crawl_views.load_snapshot(crawled)["tables"]["cycles"]
+    exported = crawl_snapshot.load_snapshot(crawled)["tables"]["cycles"]
     assert [tuple(c[k] for k in ("cycle", *figures)) for c in exported] == rows
     doc = lxml.html.fromstring(crawl_views.page(crawled))
     assert _cells(doc, "engagement", "cycle") == [str(r[0]) for r in rows]
@@ -130,26 +108,6 @@ def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None
                                                                                    abs=0.051), col
     # a snapshot written before the figures existed shows dashes
     assert set(crawl_views.engagement_row({"cycle": 1, "policy": "bfs"}).values()) == {1, "bfs", None}
-
-
-def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.DataFrame]:
-    """Simulator outputs for ``policies`` (the simulator's own curve and summary of a made-up fetch order)."""
-    pages = pl.DataFrame({"url": [f"http://a.test/{i}" for i in range(20)],
-                          "impact": [float(20 - i) for i in range(20)], "impact_bm25s": [float(i) for i in range(20)],
-                          "in_links": list(range(20)), "hot": [i < 2 for i in range(20)]})
-    truth = Truth(pages, {"a.test"})
-    curves = {}
-    for k, policy in enumerate(policies):
-        order = pages.sample(fraction=1.0, shuffle=True, seed=seed + k).select(page="url")
-        points = curve(order, truth)
-        folder = out / policy if len(policies) > 1 else out
-        folder.mkdir(parents=True, exist_ok=True)
-        points.write_csv(folder / "curve.csv")
-        (folder / "summary.json").write_text(json.dumps({"policy": policy, "budgets": summarize(points, truth)}))
-        curves[policy] = points
-    if len(policies) > 1:
-        (out / "curves.png").write_bytes(b"")
-    return curves
 
 
 def test_the_newest_simulation_is_drawn(crawled: Settings, tmp_path: Path) -> None:
@@ -171,10 +129,10 @@ def test_the_newest_simulation_is_drawn(crawled: Settings, tmp_path: Path) -> No
 
 
 def test_a_new_snapshot_replaces_the_old_one_whole(crawled: Settings) -> None:
-    path = crawl_views.snapshot_path(crawled)
+    path = crawl_snapshot.snapshot_path(crawled)
     before = path.stat().st_ino
     with open(path) as reader, connect(crawled) as con:
-        crawl_views.export_snapshot(con, crawled, 2)
+        crawl_snapshot.export_snapshot(con, crawled, 2)
         # A reader of the old file keeps reading it whole; the name now points at a new file.
         assert json.loads(reader.read())["cycle"] == 2
     assert path.stat().st_ino != before

@@ -19,7 +19,7 @@ from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import POLICIES, Settings
-from tests.tables import table_digest
+from tests.support.tables import table_digest
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
 

@@ -12,10 +12,11 @@ import pytest
 from crawlcycle.airflow.support import DUCKDB_POOL, log_failure
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings, write_toml
+from tests.support.dag import DB_TASKS
+
+pytestmark = pytest.mark.airflow
 
 DAGS = Path(__file__).resolve().parents[1] / "dags"
-DB_TASKS = {"begin", "plan_shards", "gate_shards", "update", "gate_update", "refit", "select_needy", "score",
-            "materialize", "gate_materialize", "close"}
 
 
 @pytest.fixture

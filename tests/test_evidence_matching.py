@@ -22,18 +22,16 @@ from crawlcycle.ordering import registry
 from crawlcycle.ranking import evidence_index
 from crawlcycle.ranking.ngram_index import ngrams
 from crawlcycle.settings import load_settings
-from tests.conftest import USER_AGENT
+from tests.support.demo import USER_AGENT
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CORPUS = SHARED / "corpus" / "dev-docs.warc.gz"
 SITE = "http://requests.docs.test/"
 UNANSWERABLE = ["qzxv frobnicated wugs", "blorptastic snarfle"]
 
 
-def _inputs(folder: Path) -> dict[str, Path]:
+def _inputs(folder: Path, shared: Path) -> dict[str, Path]:
     """The Requests site's records, seeds, and a query log: unanswerable queries first, then titles and CSN."""
     warc, titles = folder / "requests.warc.gz", []
-    with CORPUS.open("rb") as f, warc.open("wb") as out:
+    with (shared / "corpus" / "dev-docs.warc.gz").open("rb") as f, warc.open("wb") as out:
         writer = WARCWriter(out, gzip=True)
         for rec in ArchiveIterator(f):
             if rec.rec_type == "response" and (rec.rec_headers.get_header("WARC-Target-URI") or "").startswith(SITE):
@@ -43,7 +41,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
             title = re.search(rb"<title>(.*?)</title>", rec.content_stream().read(), re.S)
             if title:
                 titles.append(" ".join(title[1].decode("utf-8", "replace").split()))
-    csn = (SHARED / "queries" / "csn_queries.csv").read_text().splitlines()[1:31]
+    csn = (shared / "queries" / "csn_queries.csv").read_text().splitlines()[1:31]
     texts = UNANSWERABLE + sorted(set(titles))[:40] + csn
     queries = folder / "queries.tsv"
     queries.write_text("".join(f"{q}\t{round(1000 / rank)}\n" for rank, q in enumerate(texts, 1)))
@@ -53,10 +51,10 @@ def _inputs(folder: Path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def crawls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def crawls(tmp_path_factory: pytest.TempPathFactory, shared: Path) -> dict[str, Path]:
     """Three hybrid cycles of 10 pages, matching by evidence and by Pandey & Olston's n-gram rule."""
     folder = tmp_path_factory.mktemp("evidence")
-    inputs, cache, out = _inputs(folder), folder / "cache", {}
+    inputs, cache, out = _inputs(folder, shared), folder / "cache", {}
     for mode in ("evidence", "ngram"):
         settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 10, "shards": 1,
                                                         "match_mode": mode, "needy_min": 10})

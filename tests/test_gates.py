@@ -21,7 +21,7 @@ from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.quality.gate_suites import check_names, suites
 from crawlcycle.quality.gates import GateFailed
 from crawlcycle.settings import Settings, write_toml
-from tests.conftest import demo_settings
+from tests.support.demo import demo_settings
 
 CYCLE = 2  # the cycle whose output is corrupted; it chose batch 3
 

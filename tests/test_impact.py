@@ -3,7 +3,6 @@ matching, the prestige regression, and the hybrid policy choosing what needy que
 
 from __future__ import annotations
 
-from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -17,37 +16,12 @@ from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.materialize import materialize
 from crawlcycle.ranking import ngram_index, ranker
 from crawlcycle.settings import Settings, load_settings
-
-DAY = date(2026, 11, 1)
+from tests.support.crawl_state import DAY, add_links, add_page, add_urls, new_state
 
 
 @pytest.fixture
 def state(tmp_path: Path) -> Settings:
-    s = load_settings(overrides={"user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)",
-                                 "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data"),
-                                 "batch_size": 1, "needy_share": 1.0}, environ={})
-    with connect(s) as con:
-        migrate(con)
-        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, 'hybrid', 'running')",
-                    [DAY])
-    return s
-
-
-def add_urls(con: duckdb.DuckDBPyConnection, urls: list[str], cycle_no: int = 0) -> None:
-    con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
-                "SELECT u, split_part(u, '/', 3), ?, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + i, "
-                "'link' FROM (SELECT unnest(?) AS u, generate_subscripts(?, 1) AS i)", [cycle_no, urls, urls])
-
-
-def add_page(con: duckdb.DuckDBPyConnection, url: str, title: str, text: str) -> None:
-    con.execute("INSERT INTO pages (url, host, cycle, status, title, text, content_hash) "
-                "VALUES (?, ?, 1, 200, ?, ?, ?)", [url, url.split("/")[2], title, text, url])
-    con.execute("UPDATE frontier SET status = 'fetched', status_cycle = 1 WHERE url = ?", [url])
-
-
-def add_links(con: duckdb.DuckDBPyConnection, links: list[tuple[str, str, str]], cycle_no: int = 1) -> None:
-    con.executemany("INSERT INTO links (src, dst, anchor, cycle) VALUES (?, ?, ?, ?)",
-                    [(*link, cycle_no) for link in links])
+    return new_state(tmp_path, "hybrid", batch_size=1, needy_share=1.0)
 
 
 def test_ngrams_are_word_ngrams_of_the_terms_without_stopwords() -> None:

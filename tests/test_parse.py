@@ -13,11 +13,11 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.parse.canonical import canonicalize
-from crawlcycle.parse.records import LINKS_SCHEMA, PAGES_SCHEMA, REASONS, REJECTS_SCHEMA, parse_warcs
+from crawlcycle.parse.records import REASONS, parse_warcs
 from crawlcycle.parse.simhash import NearDuplicateIndex, hamming, simhash
+from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import load_settings
 
-CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 
 
@@ -134,9 +134,8 @@ def awkward(tmp_path_factory):
 
 def test_files_and_counts(awkward):
     result, out, pages, links, rejects = awkward
-    assert pq.read_schema(out / "pages.parquet").equals(PAGES_SCHEMA)
-    assert pq.read_schema(out / "links.parquet").equals(LINKS_SCHEMA)
-    assert pq.read_schema(out / "rejects.parquet").equals(REJECTS_SCHEMA)
+    for name in ("pages.parquet", "links.parquet", "rejects.parquet"):
+        assert pq.read_schema(out / name).equals(shard_files.PARSE_OUTPUTS[name])
     assert not list(out.glob(".*tmp"))
     assert result.pages == len(pages) == 23  # 404, robots.txt, ftp and the repeated URL are not pages
     assert result.skipped == 4
@@ -253,11 +252,11 @@ def test_simhash_is_stable_and_separates_texts():
 
 
 @pytest.fixture(scope="module")
-def real_warc(tmp_path_factory):
+def real_warc(tmp_path_factory, dev_docs):
     """The first small HTML pages of each host of the real dev-docs snapshot, rewritten to a WARC."""
     per_host: dict[str, int] = {}
     records = []
-    with open(CORPUS, "rb") as f:
+    with open(dev_docs, "rb") as f:
         for rec in ArchiveIterator(f):
             url = rec.rec_headers.get_header("WARC-Target-URI")
             host = url.split("/")[2]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -13,7 +14,13 @@ from crawlcycle.db import connect
 from crawlcycle.ordering.ml import FEATURES, FOLDS, GRID
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings
-from tests.test_impact import DAY, add_links, add_page, add_urls, state  # noqa: F401 - state is a fixture
+from tests.support.crawl_state import DAY, add_links, add_page, add_urls, new_state
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Settings:
+    return new_state(tmp_path, "hybrid", batch_size=1, needy_share=1.0)
+
 
 HUB, TAIL, PLAIN, SPORTS = ("http://news.test/hub", "http://wiki.test/people/4711", "http://wiki.test/people/4712",
                             "http://sports.test/live")

@@ -23,7 +23,6 @@ from crawlcycle.parse.records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings, SettingsError, load_settings
 
-CORPUS = Path(__file__).resolve().parents[1] / "../shared/corpus/dev-docs.warc.gz"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 INDEX_TABLES = {  # index tables by URL, so that two indexes with other page numbers compare equal
     "postings": "SELECT d.url, p.field, p.term, p.tf FROM postings p JOIN posting_docs d USING (doc)",
@@ -189,12 +188,12 @@ def test_reindexing_a_cycle_follows_its_changed_pages_and_links(tmp_path: Path) 
 
 
 @pytest.fixture(scope="module")
-def real_crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, pl.DataFrame]:
+def real_crawl(tmp_path_factory: pytest.TempPathFactory, dev_docs: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Pages and links of real dev-docs pages, parsed by the real parser: the pages that answer the test queries
     plus the first six small HTML pages of each of the eight hosts."""
     folder = tmp_path_factory.mktemp("real")
     per_host: Counter[str] = Counter()
-    with open(CORPUS, "rb") as f, open(folder / "pages.warc.gz", "wb") as out:
+    with open(dev_docs, "rb") as f, open(folder / "pages.warc.gz", "wb") as out:
         writer = WARCWriter(out, gzip=True)
         for rec in ArchiveIterator(f):
             if rec.rec_type != "response":

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.net import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 VENV = Path(sys.executable).parents[1]
@@ -152,12 +154,6 @@ def _project(tmp_path: Path, port: int) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_for_port(port: int, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -170,7 +166,7 @@ def _wait_for_port(port: int, server: subprocess.Popen, log: Path) -> None:
 
 
 def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     root = _project(tmp_path, port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAWLCYCLE_")}
     blocks = readme_commands()

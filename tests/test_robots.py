@@ -9,8 +9,6 @@ import pytest
 
 from crawlcycle.fetch.robots import RobotsRules, StoredRobots, origin_of, robots_url
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "google_robotstxt_cases.json"
-
 # Intended differences from Google's parser, each for a stated reason:
 # - a user agent with a blank ("Foo Bar") is not a product token; ours is one word (robots_token);
 # - Google leaves a raw non-ASCII URL unencoded, and does not decode %62%61%7A to "baz" in a rule; our
@@ -22,8 +20,8 @@ DIFFERENCES = {
 }
 
 
-def test_google_robotstxt_cases() -> None:
-    cases = json.loads(CASES.read_text())["cases"]
+def test_google_robotstxt_cases(shared: Path) -> None:
+    cases = json.loads((shared / "conformance" / "google_robotstxt_cases.json").read_text())["cases"]
     assert len(cases) == 142
     differing = {(c["test"], c["user_agent"], c["url"]) for c in cases
                  if RobotsRules(200, c["robotstxt"], c["user_agent"]).allowed(c["url"]) != c["allowed"]}

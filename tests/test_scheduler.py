@@ -5,7 +5,6 @@ the stages' own seconds and Airflow's overhead from this scheduler's metadata da
 
 from __future__ import annotations
 
-import socket
 from datetime import datetime
 from pathlib import Path
 
@@ -17,15 +16,10 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import AirflowStack
 from crawlcycle.settings import Settings, write_toml
 from crawlcycle.ui.report import airflow_runs, cycle_summary
-from tests.tables import table_digest
+from tests.support.net import free_port
+from tests.support.tables import table_digest
 
-pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+pytestmark = pytest.mark.airflow
 
 
 # The DAG's tasks in the order they run, a mapped task's shards as one.
@@ -48,7 +42,7 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
 
     write_toml(settings, tmp_path / "settings.toml")
     init(settings)
-    stack = AirflowStack(tmp_path / "airflow", port=_free_port(), config=tmp_path / "settings.toml",
+    stack = AirflowStack(tmp_path / "airflow", port=free_port(), config=tmp_path / "settings.toml",
                          log=lambda m: None)
     stack.setup()
     with stack:

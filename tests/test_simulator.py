@@ -16,16 +16,14 @@ from warcio.warcwriter import WARCWriter
 from crawlcycle.cli import main
 from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
 from crawlcycle.settings import POLICIES, Settings, load_settings
-from tests.conftest import USER_AGENT
+from tests.support.demo import USER_AGENT
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-CORPUS = SHARED / "corpus" / "dev-docs.warc.gz"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _cut(prefixes: tuple[str, ...], path: Path) -> Path:
+def _cut(snapshot: Path, prefixes: tuple[str, ...], path: Path) -> Path:
     """The snapshot's response records whose URL starts with one of ``prefixes``."""
-    with CORPUS.open("rb") as f, path.open("wb") as out:
+    with snapshot.open("rb") as f, path.open("wb") as out:
         writer = WARCWriter(out, gzip=True)
         for rec in ArchiveIterator(f):
             uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
@@ -34,23 +32,23 @@ def _cut(prefixes: tuple[str, ...], path: Path) -> Path:
     return path
 
 
-def _queries(path: Path, n: int) -> Path:
-    lines = (SHARED / "queries" / "csn_queries.csv").read_text().splitlines()[1:n + 1]
+def _queries(csn: Path, path: Path, n: int) -> Path:
+    lines = csn.read_text().splitlines()[1:n + 1]
     path.write_text("".join(f"{q}\t{round(100 / rank)}\n" for rank, q in enumerate(lines, 1)))
     return path
 
 
 @pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def inputs(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs: Path) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("sim-inputs")
     seeds = d / "seeds.txt"
     seeds.write_text("http://sphinx.docs.test/contents.html\nhttp://requests.docs.test/index.html\n")
     # Two sites, one of them in part (its usage and tutorial sections): links out of the cut answer 404.
     sphinx = tuple(f"http://sphinx.docs.test/{part}" for part in ("usage/", "tutorial/", "index", "contents",
                                                                   "robots.txt"))
-    return {"docs": _cut(("http://requests.docs.test/", *sphinx), d / "docs.warc.gz"),
-            "small": _cut(("http://requests.docs.test/",), d / "small.warc.gz"),
-            "queries": _queries(d / "queries.tsv", 20), "seeds": seeds}
+    return {"docs": _cut(dev_docs, ("http://requests.docs.test/", *sphinx), d / "docs.warc.gz"),
+            "small": _cut(dev_docs, ("http://requests.docs.test/",), d / "small.warc.gz"),
+            "queries": _queries(shared / "queries" / "csn_queries.csv", d / "queries.tsv", 20), "seeds": seeds}
 
 
 @pytest.fixture(scope="module")

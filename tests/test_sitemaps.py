@@ -9,8 +9,8 @@ import pytest
 
 from crawlcycle.fetch.sitemaps import read_sitemap
 from crawlcycle.pipeline import shard_files
-from tests.faultserver import FaultServer, page, respond
-from tests.test_fetch import gaps, run, settings_for
+from tests.support.faultserver import FaultServer, page, respond
+from tests.support.fetching import gaps, run, settings_for
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -59,13 +59,6 @@ def test_reader_bounds_decompression_and_size() -> None:
     assert sitemap.reason == "too_large" and 100 < len(sitemap.locs) < 1000
     cut = read_sitemap(b"http://s.test/1\nhttp://s.test/2\nhttp://s.te", 1_000_000, truncated=True)
     assert (cut.kind, cut.locs, cut.reason) == ("text", ["http://s.test/1", "http://s.test/2"], "too_large")
-
-
-@pytest.fixture
-def server():
-    s = FaultServer()
-    yield s
-    s.close()
 
 
 def test_sitemaps_are_read_politely_and_their_urls_recorded(server: FaultServer, tmp_path: Path) -> None:

@@ -11,14 +11,12 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.warc_server import serve
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import load_settings
-from tests.conftest import USER_AGENT
-
-SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev-docs.warc.gz"
+from tests.support.demo import USER_AGENT
 
 
 @pytest.fixture(scope="module")
-def docs_port() -> int:
-    with serve([SNAPSHOT]) as handle:
+def docs_port(dev_docs: Path) -> int:
+    with serve([dev_docs]) as handle:
         yield handle.port
 
 

@@ -13,7 +13,8 @@ from crawlcycle.parse.simhash import simhash
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.update import mark_stored_duplicates
 from crawlcycle.settings import Settings
-from tests.faultserver import FaultServer, respond
+from tests.support.faultserver import FaultServer, respond
+from tests.support.net import free_port
 
 TEXT = " ".join(f"word{i}" for i in range(1000))
 
@@ -52,11 +53,7 @@ def test_rejected_links_and_the_per_host_cap_are_recorded(settings: Settings) ->
 
 
 def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, tmp_path: Path) -> None:
-    import socket
-
-    with socket.socket() as s:  # a port nobody listens on: connection refused
-        s.bind(("127.0.0.1", 0))
-        closed = s.getsockname()[1]
+    closed = free_port()  # nobody listens on it: connection refused
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://dead.example/\n")
     s = replace(settings, seeds_file=str(seeds), retry_limit=3,

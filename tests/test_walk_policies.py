@@ -5,31 +5,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import date
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pytest
 
-from crawlcycle.db import connect, migrate, run_sql
+from crawlcycle.db import connect
 from crawlcycle.ordering import registry
+from crawlcycle.pipeline import update
 from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings, load_settings
-from tests.test_impact import add_links, add_urls
-
-DAY = date(2026, 11, 1)
+from tests.support.crawl_state import DAY, add_links, add_urls, new_state
 
 
 @pytest.fixture
 def state(tmp_path: Path) -> Settings:
-    s = load_settings(overrides={"user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)",
-                                 "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data")},
-                      environ={})
-    with connect(s) as con:
-        migrate(con)
-        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, 'rw', 'running')", [DAY])
-    return s
+    return new_state(tmp_path, "rw")
 
 
 def fetched(con: duckdb.DuckDBPyConnection, urls: list[str], cycle: int = 1) -> None:
@@ -159,7 +151,7 @@ def test_opic_passes_cash_on_conserves_it_and_keeps_history(state: Settings) -> 
     scores(state, "opic", 2)
     assert opic_state(state) == before
     with connect(state) as con:  # a rolled-back cycle loses its rows; crawling and scoring it again restores them
-        run_sql(con, "stages/rollback_cycle", cycle=2)
+        update.merge_shards(con, state, 2, [])  # the update stage's rollback, before it merges cycle 2 again
         assert con.execute("SELECT count(*) FROM opic_cash WHERE cycle = 2").fetchall() == [(0,)]
         crawl_cycle_2(con)
     scores(state, "opic", 2)

@@ -150,7 +150,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_celery_demo(args: argparse.Namespace) -> int:
-    from crawlcycle.devtools.airflow_stack import ROOT
+    from crawlcycle.airflow.environment import ROOT
     from crawlcycle.devtools.celery_demo import run_celery_demo
 
     try:
@@ -215,7 +215,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_airflow_env(args: argparse.Namespace) -> int:
-    from crawlcycle.devtools.airflow_stack import ROOT, airflow_env
+    from crawlcycle.airflow.environment import ROOT, airflow_env
 
     for key, value in airflow_env(ROOT / ".airflow", config=_config(args)).items():
         print(f"export {key}='{value}'")
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycle", type=int, required=True, help="cycle number (see `crawlcycle report`)")
     p = add("fetch", cmd_fetch, "fetch a list of URLs under the crawl's politeness rules")
     p.add_argument("--urls", required=True, help="file of URLs, one per line")
-    p.add_argument("--out", required=True, help="output folder for *.warc.gz and fetch_log.parquet")
+    p.add_argument("--out", required=True, help="output folder for the WARC file and the fetch log (Parquet)")
     add("canon", cmd_canon, "canonicalize URLs from stdin: one line each, the URL or '-<TAB>reason'")
     p = add("demo", cmd_demo, "fresh demo: demo web + Airflow, backfill N cycles, print the report")
     p.add_argument("--cycles", type=int, default=3, help="cycles to run (default 3)")

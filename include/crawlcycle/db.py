@@ -103,10 +103,15 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pl.DataFr
     return con.sql(stmt, params=used or None).pl()
 
 
+def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple]:
+    """Rows of the single statement in ``sql/<name>.sql`` as tuples."""
+    (stmt,) = statements(name)
+    return execute(con, stmt, **params).fetchall()
+
+
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Apply pending ``sql/migrations/NNN_*.sql`` in order, then (re)create the views."""
-    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                "name VARCHAR NOT NULL, applied_at TIMESTAMP DEFAULT current_timestamp)")
+    run_sql(con, "migrations/schema_migrations")
     done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
     applied = []
     for path in sorted((SQL_DIR / "migrations").glob("[0-9][0-9][0-9]_*.sql")):

@@ -16,9 +16,10 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from crawlcycle.ordering.policies import NAMES as POLICIES
+
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
-POLICIES = ("hybrid", "random", "bfs", "indegree", "pagerank", "opic", "rw", "rw_eg", "q_overlap", "q_hybrid", "ml")
 NORMALIZATIONS = ("max", "rank")
 IMPACT_SIGNALS = ("views", "clicks")
 RANK_FIELDS = ("title", "text", "anchor", "url")

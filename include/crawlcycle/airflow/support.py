@@ -8,14 +8,16 @@ import socket
 from datetime import date, timedelta
 from typing import Any
 
+from crawlcycle.ordering.policies import REGISTRY
+from crawlcycle.pipeline.stage_order import GATE, STAGE_ORDER
 from crawlcycle.settings import Settings, load_settings
 
 DUCKDB_POOL = "crawl_duckdb"
 # Names a Celery worker in task instances' hostname when several run on one machine (see worker_name).
 WORKER_NAME_ENV = "CELERY_WORKER_NAME"
-# The gate task ids and the gates each runs, in order: the DAG's wiring, and how `crawlcycle report` finds a gate
-# task's own seconds (gate_<stage> in cycles.stage_seconds).
-GATE_TASKS = {"gate_shards": ("fetch", "parse"), "gate_update": ("update",), "gate_materialize": ("materialize",)}
+# The gate task ids and the gates each runs, in order: how `crawlcycle report` finds a gate task's own seconds
+# (gate_<stage> in cycles.stage_seconds).
+GATE_TASKS = {t.name: t.gates for t in STAGE_ORDER if t.kind == GATE}
 # Each retry of a fetch shard waits this many times longer than the one before (up to max_retry_delay).
 FETCH_BACKOFF = 2.0
 
@@ -26,6 +28,12 @@ def dag_settings() -> Settings:
     """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file. The DAG
     fetches, so a user agent with a contact is required before it can be parsed at all."""
     return load_settings().require_user_agent()
+
+
+def policy_doc() -> str:
+    """The DAG's policy parameter in Markdown: what leaving it empty does, and a line per policy."""
+    return "ordering policy for this run (empty: the policy setting)\n\n" + "\n".join(
+        f"- `{p.name}`: {p.description}" for p in REGISTRY)
 
 
 def default_args(settings: Settings) -> dict[str, Any]:

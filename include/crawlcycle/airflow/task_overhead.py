@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from crawlcycle.airflow.environment import DAG_ID, ROOT, airflow_env
 from crawlcycle.airflow.support import GATE_TASKS
 from crawlcycle.db import SQL_DIR
-from crawlcycle.devtools.airflow_stack import DAG_ID, ROOT, airflow_env
 
 CONN_ENV = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 

@@ -20,28 +20,10 @@ from pathlib import Path
 import psutil
 import requests
 
+from crawlcycle.airflow.environment import DAG_ID, airflow_env
 from crawlcycle.airflow.support import DUCKDB_POOL
 
-ROOT = Path(__file__).resolve().parents[3]
-DAG_ID = "crawl_cycle"
 ADMIN = ("admin", "admin")
-
-
-def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dict[str, str]:
-    """Environment for every Airflow process of this project (absolute paths; airflow.cfg has the rest)."""
-    env = {
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW_CONFIG": str(ROOT / "airflow.cfg"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
-    }
-    if config:
-        env["CRAWLCYCLE_CONFIG"] = str(config)
-    return env
 
 
 class AirflowStack:

@@ -15,8 +15,9 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from crawlcycle.airflow.environment import ROOT
 from crawlcycle.airflow.task_overhead import utc
-from crawlcycle.devtools.airflow_stack import ROOT, AirflowStack
+from crawlcycle.devtools.airflow_stack import AirflowStack
 from crawlcycle.devtools.demo_web import DemoWeb, generate
 from crawlcycle.devtools.warc_server import ServerHandle, run_forever, serve
 from crawlcycle.pipeline.stages import init

@@ -46,7 +46,7 @@ JUDGES = ("reference", judge.JUDGE)  # our reference ranker, and an independent 
 _TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ranker.py", "ranking/query_log.py",
                "models/refit.py", "models/graph.py", "pipeline/update.py")
 _TRUTH_SQL = ("ranker/*.sql", "stages/merge_parse.sql", "stages/link_graph.sql", "stages/link_ids.sql",
-              "stages/truth_impact.sql")
+              "stages/truth_impact.sql", "models/link_measures.sql", "migrations/*.sql", "views/*.sql")
 _RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth",
                     "max_urls_per_host")
 

@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import connect
+from crawlcycle.db import connect, query
 from crawlcycle.devtools.demo import check_warc
 from crawlcycle.devtools.warc_server import host_key, serve
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth, ground_truth, stage_queries
@@ -79,13 +79,7 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
     """Every URL the fetcher tried, once, in fetch order: url, cycle, rank and the 2xx page it ended on (null for a
     404 or a failure). Deferred and robots-disallowed URLs were not tried."""
     with connect(settings, read_only=True) as con:
-        return con.sql("""
-            SELECT l.url, l.cycle, b.rank,
-                   CASE WHEN l.status BETWEEN 200 AND 299 THEN coalesce(l.final_url, l.url) END AS page
-            FROM fetch_log l JOIN batches b USING (cycle, url)
-            WHERE l.outcome NOT IN ('deferred', 'disallowed')
-            QUALIFY row_number() OVER (PARTITION BY l.url ORDER BY l.cycle, b.rank) = 1
-            ORDER BY l.cycle, b.rank""").pl()
+        return query(con, "simulator/fetch_order")
 
 
 def engagement(settings: Settings) -> dict:

@@ -11,20 +11,16 @@ to ``sitemap_max_depth``, under the same politeness.
 Output, in the shard folder (names and schemas in ``shard_files``), each file written whole and renamed into
 place, but the journal:
 
-- ``responses.warc.gz``: a ``warcinfo`` record, then a request record for every request sent and a response
-  record for every response read (robots.txt and sitemaps included), each with ``WARC-IP-Address``. Bodies are
-  stored decoded (no transfer or content coding), the original ``Content-Encoding``/``Transfer-Encoding``/
-  ``Content-Length`` headers renamed ``X-Crawler-*``; a body cut at its size limit carries ``WARC-Truncated``.
-- ``fetch_log``, ``requests``, ``hosts``, ``robots``, ``sitemaps``, ``sitemap_urls`` Parquet files.
+- ``responses.warc.gz``: every request sent and response read (``warc_output``).
+- ``fetch_log`` (rows and outcomes: ``fetch_log``), ``requests``, ``hosts``, ``robots``, ``sitemaps``,
+  ``sitemap_urls`` Parquet files.
 - ``politeness.jsonl``: when each host may be asked next, appended as each request ends (``politeness.Journal``);
   a retried fetch reads it and waits out the delay after the last request of the attempt that died.
 """
 
 from __future__ import annotations
 
-import io
 import ipaddress
-import re
 import socket
 import threading
 import time
@@ -32,39 +28,22 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from warcio.warcwriter import WARCWriter
-
+from crawlcycle.fetch.fetch_log import finish, media_type, new_row, outcome_of
 from crawlcycle.fetch.http_client import Client, Exchange, GetAddrInfo, Resolver
 from crawlcycle.fetch.politeness import HostPoliteness, Journal, parse_retry_after, read_journal
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.fetch.sitemaps import read_sitemap
+from crawlcycle.fetch.warc_output import WarcOutput, warc_output
 from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
 
-# Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
-# truncated, still fetched) leave it to the status.
-_ERROR_OUTCOME = {
-    "timeout": "retry_pending", "dns": "retry_pending", "connection": "retry_pending",
-    "robots_disallowed": "disallowed",
-    "deferred": "deferred",            # fetch_time_limit reached first
-    "retry_after": "deferred",         # host backed off by Retry-After beyond max_delay
-    "crawl_delay": "deferred",         # origin asks for a Crawl-delay beyond max_delay
-    "host_errors": "deferred",         # host_error_limit consecutive errors
-    # robots.txt 5xx or unreachable: nothing of its origin allowed this cycle, retried with back-off like a failure
-    "robots_unavailable": "retry_pending",
-    "ssrf_blocked": "gone", "bad_scheme": "gone", "bad_redirect": "gone", "redirect_loop": "gone",
-    "too_many_redirects": "gone", "bad_encoding": "gone",
-}
 _REDIRECTS = (301, 302, 303, 307, 308)
 _TRANSIENT = ("timeout", "connection", "dns")
 _ROBOTS_REDIRECTS = 5  # RFC 9309: follow at least five
-_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*")
-_CONTACT = re.compile(r"https?://[^\s;)]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 
 
 @dataclass(frozen=True)
@@ -77,25 +56,6 @@ class FetchResult:
     requests_sent: int
     connections: int  # connections opened (the rest of the requests reused one)
     outcomes: dict[str, int]
-
-
-def outcome_of(status: int | None, error_class: str | None) -> str:
-    """The URL state after a fetch that ended with ``status`` and ``error_class``."""
-    if error_class in _ERROR_OUTCOME:
-        return _ERROR_OUTCOME[error_class]
-    if status is None or 200 <= status < 300:
-        return "fetched"
-    if status in (301, 308):
-        return "redirected_permanent"
-    if status in (302, 303, 307):
-        return "redirected_temporary"
-    return "retry_pending" if status == 429 or status >= 500 else "gone"
-
-
-def media_type(value: str | None) -> str | None:
-    """``type/subtype`` of a Content-Type header, lower-case; None if absent or malformed."""
-    mt = (value or "").split(";", 1)[0].strip().lower()
-    return mt if _MEDIA_TYPE.fullmatch(mt) else None
 
 
 def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[dict] | None = None,
@@ -122,7 +82,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
         if host:
             by_host.setdefault(host, []).append(url)
         else:
-            rows[url] = _finish(_row(url, host_of(url), error_class="bad_scheme"))
+            rows[url] = finish(new_row(url, host_of(url), error_class="bad_scheme"))
     journal_path = out_dir / shard_files.POLITENESS_JOURNAL
     not_before = read_journal(journal_path)  # an earlier attempt of this fetch that did not finish
     warc_path = out_dir / shard_files.WARC
@@ -130,9 +90,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
                                       shard_files.SITEMAP_URLS: []}
     journal = Journal(journal_path, journal_synced)
     try:
-        with shard_files.replacing(warc_path) as tmp, open(tmp, "wb") as warc_file:
-            warc = WARCWriter(warc_file, gzip=True, warc_version="1.1")
-            warc.write_record(warc.create_warcinfo_record(warc_path.name, _warcinfo(settings)))
+        with warc_output(warc_path, settings) as warc:
             shard = _Shard(settings, warc, Resolver(settings, getaddrinfo), journal)
             # Hosts with the most URLs start first: they bound the shard's finish time.
             runs = [_HostRun(shard, h, cached.get(h, {}), cached_robots.get(h, {}), not_before.get(h))
@@ -159,21 +117,6 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
                        sum(r["new_connection"] for r in requests), outcomes)
 
 
-def _warcinfo(settings: Settings) -> dict[str, str]:
-    """The warcinfo fields that tell an archivist what wrote the file and under which rules."""
-    contact = _CONTACT.search(settings.user_agent)
-    return {
-        "software": f"crawlcycle/{version('crawlcycle')} (warcio/{version('warcio')})",
-        "format": "WARC File Format 1.1",
-        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
-        "http-header-user-agent": settings.user_agent,
-        "robots": "obey (RFC 9309, token " + settings.robots_token + ")"
-                  + ("" if settings.obey_crawl_delay else "; Crawl-delay not obeyed"),
-        "operator": contact[0] if contact else settings.user_agent,
-        "hostname": socket.gethostname(),
-    }
-
-
 def _fetchable_host(url: str) -> str | None:
     """The host (as ``host_of`` gives it) of an http(s) URL with a valid authority, else None."""
     try:
@@ -184,30 +127,11 @@ def _fetchable_host(url: str) -> str | None:
     return parts.hostname if parts.scheme in ("http", "https") and parts.hostname else None
 
 
-def _row(url: str, host: str, **values: object) -> dict:
-    row = {"url": url, "host": host, "final_url": None, "status": None, "redirects": [], "bytes": 0,
-           "content_type": None, "started_at": None, "finished_at": None, "elapsed_ms": None,
-           "error_class": None, "truncated": False, "outcome": None}
-    row.update(values)
-    return row
-
-
-def _finish(row: dict) -> dict:
-    if row["started_at"] is not None:
-        row["elapsed_ms"] = (row["finished_at"] - row["started_at"]) * 1000.0
-    row["outcome"] = outcome_of(row["status"], row["error_class"])
-    return row
-
-
-def _warc_date(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
-
-
 class _Shard:
     """What the host runs of one call share: settings, the resolver, the WARC writer, the journal and the
     requests list."""
 
-    def __init__(self, settings: Settings, warc: WARCWriter, resolver: Resolver, journal: Journal) -> None:
+    def __init__(self, settings: Settings, warc: WarcOutput, resolver: Resolver, journal: Journal) -> None:
         self.settings = settings
         self.allowed_nets = [ipaddress.ip_network(c, strict=False) for c in settings.allow_networks_list()]
         self.deadline = time.time() + settings.fetch_time_limit
@@ -223,20 +147,7 @@ class _Shard:
                                       "finished_at": ex.finished, "status": ex.status, "error_class": ex.error,
                                       "new_connection": ex.new_connection})
             if ex.request:
-                self._write(ex)
-
-    def _write(self, ex: Exchange) -> None:
-        common = {"WARC-Date": _warc_date(ex.started), "WARC-IP-Address": ex.ip or ""}
-        request = self.warc.create_warc_record(ex.url, "request", payload=io.BytesIO(), length=0,
-                                               http_headers=ex.request, warc_headers_dict=dict(common))
-        self.warc.write_record(request)
-        if ex.head:
-            headers = dict(common, **{"WARC-Concurrent-To": request.rec_headers["WARC-Record-ID"]})
-            if ex.truncated:
-                headers["WARC-Truncated"] = "length"
-            self.warc.write_record(self.warc.create_warc_record(
-                ex.url, "response", payload=io.BytesIO(ex.body), length=len(ex.body), http_headers=ex.head,
-                warc_headers_dict=headers))
+                self.warc.write(ex)
 
 
 @dataclass
@@ -311,9 +222,9 @@ class _HostRun:
         origin = self._origin(origin_of(url)) if self.stop is None else None
         stop = self.stop or (origin.stop if origin else None)
         if stop is not None:
-            return _finish(_row(url, self.host, error_class=stop))
+            return finish(new_row(url, self.host, error_class=stop))
         if not origin.allowed(url):  # type: ignore[union-attr]
-            return _finish(_row(url, self.host, error_class="robots_disallowed"))
+            return finish(new_row(url, self.host, error_class="robots_disallowed"))
         return self._fetch(url)
 
     def _allowed(self, url: str) -> bool:
@@ -413,7 +324,7 @@ class _HostRun:
 
     def _fetch(self, url: str) -> dict:
         """Fetch ``url``, following same-host redirects in line (each hop waits its turn)."""
-        row = _row(url, self.host)
+        row = new_row(url, self.host)
         current, seen, first_status = url, {url}, None
         while True:
             ex = self._request(current, self.settings.max_body_bytes)
@@ -455,7 +366,7 @@ class _HostRun:
                 break
             seen.add(target)
             current = target
-        row = _finish(row)
+        row = finish(row)
         if row["outcome"] == "fetched" and row["redirects"]:
             # The content lives at the target, a URL of its own; this URL's state is its redirect.
             row["outcome"] = outcome_of(first_status, None)

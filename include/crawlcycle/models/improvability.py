@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import run_sql
+from crawlcycle.db import query, run_sql
 from crawlcycle.models.refit import latest_metrics, record_model
 
 BUCKETS = 10
@@ -41,8 +41,7 @@ def measure(con: duckdb.DuckDBPyConnection, cycle: int) -> int:
 def fit(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     """Fit the curve on all history up to ``cycle`` and record it in model_runs; metrics say why not when
     there is too little history."""
-    hist = con.sql("SELECT prior_avg_score AS x, improvement AS y FROM query_improvement WHERE cycle <= $c "
-                   "ORDER BY cycle, query", params={"c": cycle}).pl()
+    hist = query(con, "models/improvement_history", cycle=cycle)
     metrics: dict = {"rows": hist.height}
     if hist.height:
         buckets = (hist.with_columns(b=pl.col("x").bin_quantiles(BUCKETS, labels=False))

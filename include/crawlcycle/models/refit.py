@@ -8,7 +8,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import scalar
+from crawlcycle.db import fetch_rows, run_sql, scalar
 from crawlcycle.models.graph import known_graph, pagerank
 
 
@@ -25,8 +25,7 @@ def record_model(con: duckdb.DuckDBPyConnection, cycle: int, model: str, feature
 def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: str) -> dict | None:
     """Metrics of the newest fit of ``model`` up to ``cycle`` that holds ``key`` (fits without it had too little
     data), or None."""
-    rows = con.execute("SELECT metrics FROM model_runs WHERE model = ? AND cycle <= ? AND json_exists(metrics, ?) "
-                       "ORDER BY cycle DESC LIMIT 1", [model, cycle, f"$.{key}"]).fetchall()
+    rows = fetch_rows(con, "models/latest_metrics", model=model, cycle=cycle, path=f"$.{key}")
     return json.loads(rows[0][0]) if rows else None
 
 
@@ -36,8 +35,7 @@ def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     fit = pagerank(src, dst, n)
     con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
                                              "pagerank": fit.scores}))
-    con.execute("UPDATE frontier f SET in_links = m.in_links, pagerank = m.pagerank "
-                "FROM r_ids i JOIN s_measures m ON m.id = i.id WHERE f.url = i.url")
+    run_sql(con, "models/link_measures")
     con.unregister("s_measures")
     con.execute("DROP TABLE r_ids")
     metrics = {"nodes": n, "edges": len(src), "iterations": fit.iterations, "residual": fit.residual}

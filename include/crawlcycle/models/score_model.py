@@ -28,7 +28,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import fetch_rows, query, run_sql
 from crawlcycle.models.refit import record_model
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.settings import Settings
@@ -92,9 +92,7 @@ def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycl
 
 def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     """Train S' on cycle ``cycle``'s crawled pages and record it; metrics say why when there is no model."""
-    partition = con.sql("SELECT DISTINCT l.query FROM query_log l JOIN cycles c ON c.interval_start = l.partition "
-                        "WHERE c.cycle = ? ORDER BY md5(l.query) LIMIT ?",
-                        params=[cycle, settings.s_prime_queries]).pl()["query"].to_list()
+    partition = query(con, "impact/training_queries", cycle=cycle, queries=settings.s_prime_queries)["query"].to_list()
     queries = stage_queries(partition)
     run_sql(con, "impact/training_scope")
     # n-gram mode: any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams
@@ -141,15 +139,13 @@ def _errors(truth: np.ndarray, guess: np.ndarray) -> dict[str, float]:
 
 def error(con: duckdb.DuckDBPyConnection, cycle: int) -> float:
     """Validation RMSE of the model :func:`predict` uses at ``cycle`` (0 without one)."""
-    rows = con.execute("SELECT metrics->>'validation_rmse' FROM model_runs WHERE model = 's_prime' AND cycle <= ? "
-                       "AND file IS NOT NULL ORDER BY cycle DESC LIMIT 1", [cycle]).fetchall()
-    return float(rows[0][0]) if rows else 0.0
+    rows = fetch_rows(con, "models/latest_s_prime", cycle=cycle)
+    return float(rows[0][3]) if rows else 0.0
 
 
 def predict(con: duckdb.DuckDBPyConnection, cycle: int, features: pl.DataFrame) -> pl.Series:
     """S' of each row of ``features`` with the newest model trained up to ``cycle`` (0 without one)."""
-    rows = con.execute("SELECT cycle, file, features FROM model_runs WHERE model = 's_prime' AND cycle <= ? "
-                       "AND file IS NOT NULL ORDER BY cycle DESC LIMIT 1", [cycle]).fetchall()
+    rows = fetch_rows(con, "models/latest_s_prime", cycle=cycle)
     if not rows or not features.height:
         return pl.Series("s_prime", np.zeros(features.height))
     path, names = Path(rows[0][1]), rows[0][2]

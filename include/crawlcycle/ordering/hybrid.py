@@ -13,7 +13,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import run_sql
+from crawlcycle.db import query, run_sql
 from crawlcycle.models import prestige, score_model
 from crawlcycle.ranking import evidence_index
 from crawlcycle.settings import Settings
@@ -33,9 +33,7 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     frontier = (matched.with_columns(score=score_model.predict(con, cycle, matched) + margin)
                 .join(queries.select("qid", "query"), on="qid")
                 .select("query", "url", "score", crawled=pl.lit(False)))
-    crawled = con.sql("SELECT r.query, r.url, r.score, true AS crawled FROM query_results r "
-                      "SEMI JOIN needy_queries n ON n.cycle = r.cycle AND n.query = r.query WHERE r.cycle = ?",
-                      params=[cycle]).pl()
+    crawled = query(con, "ordering/needy_results", cycle=cycle)
     con.register("s_candidates", pl.concat([crawled, frontier], how="vertical_relaxed"))
     try:
         run_sql(con, "impact/write_sketches", cycle=cycle, top_k=settings.top_k)

@@ -77,8 +77,7 @@ def stage_ml(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> 
         parts=pl.struct(pl.col("predicted").round(9), *[pl.col(f).round(9) for f in FEATURES]))
     con.register("s_scored", scored.select("url", "priority", "parts"))
     try:
-        con.execute("CREATE OR REPLACE TEMP TABLE s_learned AS SELECT url, priority, to_json(parts) AS parts "
-                    "FROM s_scored")
+        run_sql(con, "ordering/learned")
     finally:
         con.unregister("s_scored")
     # ml.sql: the query part of the priority while it is q_hybrid's (no tree fitted)

@@ -66,17 +66,13 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     else:
         needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
     needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
-    con.execute("DELETE FROM needy_queries WHERE cycle = ?", [cycle])
-    con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
     con.register("s_needy", needy)
-    con.execute("INSERT INTO needy_queries (cycle, query, frequency, improvability, neediness, rank, candidates) "
-                "SELECT ?, query, frequency, improvability, neediness, rank, candidates FROM s_needy", [cycle])
+    run_sql(con, "ordering/write_needy", cycle=cycle)
     con.unregister("s_needy")
     if found.height:
         # the score stage's sketches start from these (evidence_index.stored_candidates)
         con.register("s_found", found.join(needy.select("query"), on="query"))
-        con.execute("INSERT INTO needy_candidates SELECT ?, query, seq, evidence_score, term_share, via_results "
-                    "FROM s_found", [cycle])
+        run_sql(con, "ordering/write_needy_candidates", cycle=cycle)
         con.unregister("s_found")
     return needy
 

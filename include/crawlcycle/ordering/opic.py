@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import scalar
+from crawlcycle.db import query, run_sql, scalar
 from crawlcycle.models.graph import known_graph
 from crawlcycle.models.refit import record_model
 from crawlcycle.settings import Settings
@@ -40,24 +40,21 @@ def stage_opic(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -
     """Update ``opic_cash`` for cycle ``cycle`` from the pages fetched since the previous scoring."""
     n, src, dst = known_graph(con)
     last = scalar(con, "SELECT max(cycle) FROM opic_cash WHERE cycle < ?", [cycle])
-    state = con.sql("SELECT i.id, o.cash, o.history FROM r_ids i JOIN opic_cash o USING (url) WHERE o.cycle < $c "
-                    "QUALIFY row_number() OVER (PARTITION BY o.url ORDER BY o.cycle DESC) = 1",
-                    params={"c": cycle}).fetchnumpy()
+    state = query(con, "ordering/opic_state", cycle=cycle)
     cash, history = np.zeros(n), np.zeros(n)
     if last is None:
         cash[:] = 1.0 / max(n, 1)
-    cash[state["id"]], history[state["id"]] = state["cash"], state["history"]
+    ids = state["id"].to_numpy()
+    cash[ids], history[ids] = state["cash"].to_numpy(), state["history"].to_numpy()
     had = np.zeros(n, dtype=bool)
-    had[state["id"]] = True
-    fetched = con.sql("SELECT i.id FROM r_ids i JOIN pages p USING (url) WHERE p.cycle > $last AND p.cycle <= $c",
-                      params={"last": cycle - 1 if last is None else last, "c": cycle}).fetchnumpy()["id"]
-    new_cash, new_history = distribute(cash, history, fetched.astype(np.int64), src, dst)
+    had[ids] = True
+    since = cycle - 1 if last is None else last
+    fetched = query(con, "ordering/opic_fetched", last=since, cycle=cycle)["id"].to_numpy().astype(np.int64)
+    new_cash, new_history = distribute(cash, history, fetched, src, dst)
     changed = (new_cash != cash) | (new_history != history) | (~had & (new_cash > 0))
     con.register("s_opic", pl.DataFrame({"id": np.flatnonzero(changed), "cash": new_cash[changed],
                                          "history": new_history[changed]}))
-    con.execute("DELETE FROM opic_cash WHERE cycle = ?", [cycle])
-    con.execute("INSERT INTO opic_cash SELECT ?, i.url, s.cash, s.history FROM s_opic s JOIN r_ids i USING (id)",
-                [cycle])
+    run_sql(con, "ordering/opic_write", cycle=cycle)
     con.unregister("s_opic")
     con.execute("DROP TABLE r_ids")
     record_model(con, cycle, "opic", ["links"], {

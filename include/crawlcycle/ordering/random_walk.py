@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from crawlcycle.db import run_sql
 from crawlcycle.models.graph import known_graph, power_iteration
 from crawlcycle.models.prestige import observed_impact
 from crawlcycle.models.refit import record_model
@@ -70,8 +71,7 @@ def stage_walk(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, e
     step, virtual_weight = walk_step(src, dst, n, impact, settings.rw_gamma, settings.rw_omega if enrich else None)
     fit = power_iteration(step, n, settings.rw_damping, TOL, MAX_ITER)
     con.register("s_walk_scores", pl.DataFrame({"id": np.arange(n), "score": fit.scores}))
-    con.execute("CREATE OR REPLACE TEMP TABLE s_walk AS SELECT i.url, s.score FROM r_ids i JOIN s_walk_scores s "
-                "USING (id)")
+    run_sql(con, "ordering/walk_scores")
     con.unregister("s_walk_scores")
     con.execute("DROP TABLE r_ids")
     metrics = {"nodes": n, "edges": len(src), "virtual_weight": virtual_weight, "impact_source": source,

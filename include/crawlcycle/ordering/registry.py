@@ -1,35 +1,53 @@
-"""Ordering policies: the priority of every eligible frontier URL, written to ``frontier_scores``.
+"""Ordering policies at work: the priority of every eligible frontier URL, written to ``frontier_scores``, and the
+policies' own state cleared when a cycle is rolled back. The entries are ``ordering.policies.REGISTRY``.
 
 Each policy is a SQL file under ``sql/policies/`` selecting (url, priority, parts) from the temp
 table ``eligible``; a higher priority is fetched sooner. A policy that needs more than SQL stages its
-inputs first (``STAGE``) and passes its parameters on.
+inputs first (its entry's ``stage``) and passes its parameters on.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+
 import duckdb
 
-from crawlcycle.db import SQL_DIR, execute, run_sql, scalar, statements
-from crawlcycle.ordering import hybrid, ml, opic, query_overlap, random_walk
+from crawlcycle.db import execute, run_sql, scalar, statements
+from crawlcycle.ordering.policies import REGISTRY, Policy, policy
 from crawlcycle.settings import Settings
 
-STAGE = {"hybrid": hybrid.stage_hybrid, "opic": opic.stage_opic, "rw": random_walk.stage_rw,
-         "rw_eg": random_walk.stage_rw_eg, "q_overlap": query_overlap.stage_q_overlap,
-         "q_hybrid": query_overlap.stage_q_hybrid, "ml": ml.stage_ml}
+Stage = Callable[[duckdb.DuckDBPyConnection, Settings, int], dict[str, object]]
 
 
-def available() -> list[str]:
-    return sorted(p.stem for p in (SQL_DIR / "policies").glob("*.sql"))
+def stage_function(entry: Policy) -> Stage | None:
+    """The entry's staging function, imported on first use (several import scikit-learn or SciPy)."""
+    if not entry.stage:
+        return None
+    module, _, name = entry.stage.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
     """Replace the scores of cycle ``cycle`` (which choose batch ``cycle + 1``); return URLs scored."""
-    if settings.policy not in available():
-        raise ValueError(f"policy {settings.policy!r} has no SQL in sql/policies/")
+    entry = policy(settings.policy)
     run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
-    params = STAGE[settings.policy](con, settings, cycle) if settings.policy in STAGE else {}
+    stage = stage_function(entry)
+    params = stage(con, settings, cycle) if stage else {}
     con.execute("DELETE FROM frontier_scores WHERE cycle = ?", [cycle])
-    (select,) = statements(f"policies/{settings.policy}")
+    (select,) = statements(entry.sql)
     execute(con, f"INSERT INTO frontier_scores SELECT $cycle, url, priority, parts FROM ({select})",
             cycle=cycle, seed=settings.random_seed, **params)
     return scalar(con, "SELECT count(*) FROM frontier_scores WHERE cycle = ?", [cycle])
+
+
+def owned_tables() -> list[str]:
+    """The tables of state the policies keep by cycle, each once."""
+    return sorted({table for entry in REGISTRY for table in entry.owns})
+
+
+def clear_cycle(con: duckdb.DuckDBPyConnection, cycle: int) -> None:
+    """Delete cycle ``cycle``'s rows of every policy's own state, whichever policy ran it: part of the rollback
+    that lets a re-run of the cycle replace its output exactly (``stages/rollback_cycle.sql`` does the rest)."""
+    for table in owned_tables():
+        con.execute(f"DELETE FROM {table} WHERE cycle = ?", [cycle])

@@ -1,7 +1,8 @@
 """Parse stage: WARC response records to pages, out-links and rejected links (Parquet).
 
 Per 2xx ``response`` record (robots.txt skipped; a URL met twice keeps its first record) one row in
-``pages.parquet`` (``PAGES_SCHEMA``). ``reason`` names the first problem found, in this order:
+``pages.parquet`` (names and schemas of the files written: ``shard_files.PARSE_OUTPUTS``). ``reason`` names the
+first problem found, in this order:
 
 - ``bad_url``: the record's URL does not pass canonicalization (row keeps the raw URL);
 - ``empty_body``; ``not_html`` (content type, or sniffed when missing);
@@ -14,7 +15,7 @@ Per 2xx ``response`` record (robots.txt skipped; a URL met twice keeps its first
 
 ``content_hash`` is the SHA-1 of the main text (case-folded, whitespace collapsed), else of the body;
 ``simhash`` the SimHash of the main text. ``duplicate_of`` names the earliest page of the batch with the
-same hash, else one whose SimHash is within 3 bits. ``links.parquet`` (``LINKS_SCHEMA``) holds distinct
+same hash, else one whose SimHash is within 3 bits. ``links.parquet`` holds distinct
 (dst, anchor) pairs per page from ``<a href>`` and ``<area href>``, resolved against ``<base href>``, at
 most ``max_outlinks_per_page``, self-links left out; ``anchor`` is the link text plus the alt text of its
 images, ``context`` the anchor with up to ``CONTEXT_WORDS`` words of text on each side, ``nofollow`` from
@@ -55,17 +56,9 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlcycle.parse import parse_cache
 from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.parse.simhash import NearDuplicateIndex, simhash
+from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
 
-PAGES_SCHEMA = pa.schema([
-    ("url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()), ("title", pa.string()),
-    ("text", pa.string()), ("description", pa.string()), ("date", pa.string()), ("lang", pa.string()),
-    ("content_hash", pa.string()), ("simhash", pa.uint64()), ("duplicate_of", pa.string()),
-    ("n_links", pa.int32()), ("noindex", pa.bool_()), ("nofollow", pa.bool_()),
-    ("canonical_link", pa.string()), ("reason", pa.string()), ("bytes", pa.int64())])
-LINKS_SCHEMA = pa.schema([("src", pa.string()), ("dst", pa.string()), ("anchor", pa.string()),
-                          ("context", pa.string()), ("nofollow", pa.bool_())])
-REJECTS_SCHEMA = pa.schema([("src", pa.string()), ("raw", pa.string()), ("reason", pa.string())])
 REASONS = ("bad_url", "empty_body", "not_html", "malformed", "decode_error", "truncated", "noindex", "no_text")
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -113,7 +106,7 @@ class ParseResult:
 
 def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
                 fetch_log: Path | None = None) -> ParseResult:
-    """Parse every 2xx response of ``warc_paths`` into ``out_dir``/{pages,links,rejects}.parquet; with a
+    """Parse every 2xx response of ``warc_paths`` into the ``shard_files.PARSE_OUTPUTS`` files of ``out_dir``; with a
     ``fetch_log``, only the pages it fetched (not robots.txt, sitemaps or redirect hops)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,12 +145,15 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
         links.extend(page_links)
         rejects.extend(page_rejects)
 
-    paths = [out_dir / f"{name}.parquet" for name in ("pages", "links", "rejects")]
-    _write(paths[0], pa.Table.from_pylist(pages, PAGES_SCHEMA))
-    _write(paths[1], _table(links, LINKS_SCHEMA))
-    _write(paths[2], _table(rejects, REJECTS_SCHEMA))
+    schemas = shard_files.PARSE_OUTPUTS
+    tables = {shard_files.PAGES: pa.Table.from_pylist(pages, schemas[shard_files.PAGES]),
+              shard_files.LINKS: _table(links, schemas[shard_files.LINKS]),
+              shard_files.REJECTS: _table(rejects, schemas[shard_files.REJECTS])}
+    for name, table in tables.items():
+        shard_files.write_table(out_dir / name, table)
     reasons = Counter(p["reason"] for p in pages if p["reason"])
-    return ParseResult(*paths, len(pages), len(links), len(rejects), sum(skipped.values()), dict(reasons))
+    return ParseResult(*(out_dir / name for name in tables), len(pages), len(links), len(rejects),
+                       sum(skipped.values()), dict(reasons))
 
 
 def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], skipped: Counter,
@@ -441,9 +437,3 @@ def _table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)],
                                 schema=schema)
-
-
-def _write(path: Path, table: pa.Table) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)

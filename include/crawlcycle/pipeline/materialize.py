@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query
+from crawlcycle.db import query, run_sql
 from crawlcycle.fetch.robots import StoredRobots
 from crawlcycle.settings import Settings
 
@@ -29,8 +29,7 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     blocked = cand.filter(~allowed)
     if blocked.height:
         con.register("s_blocked", blocked.select("url"))
-        con.execute("UPDATE frontier SET status = 'disallowed', status_cycle = ? "
-                    "WHERE url IN (SELECT url FROM s_blocked)", [cycle])
+        run_sql(con, "stages/disallow_blocked", cycle=cycle)
         con.unregister("s_blocked")
     batch = (cand.filter(allowed)
              .sort(["priority", "url"], descending=[True, False])

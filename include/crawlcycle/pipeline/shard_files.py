@@ -6,9 +6,11 @@ A shard folder (``<data_dir>/cycles/<cycle>/shard-<k>/`` or under ``shard_storag
   stored politeness and robots state of its hosts and their origins);
 - fetch: ``responses.warc.gz`` and the Parquet files of ``FETCH_OUTPUTS``, plus ``politeness.jsonl``, appended
   while the fetch runs, so that a retried task waits out the delay after the last request of the one that died;
-- parse: ``pages.parquet``, ``links.parquet``, ``rejects.parquet``.
+- parse: the Parquet files of ``PARSE_OUTPUTS``, ``pages.parquet``, ``links.parquet`` and ``rejects.parquet``;
+- fetch and parse: ``timing.json``, the seconds each took, read by update.
 
-Every Parquet file is written whole to a temporary name and renamed into place, so a reader never sees half a file.
+The WARC and the Parquet files of fetch and parse are written whole to a temporary name and renamed into place
+(:func:`replacing`), so a reader never sees half of one.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ HOSTS = "hosts.parquet"
 ROBOTS = "robots.parquet"
 SITEMAPS = "sitemaps.parquet"
 SITEMAP_URLS = "sitemap_urls.parquet"
+PAGES = "pages.parquet"
+LINKS = "links.parquet"
+REJECTS = "rejects.parquet"
+TIMING = "timing.json"
 
 # The state a batch URL is left in by its fetch (the URL state model of the README).
 OUTCOMES = ("fetched", "redirected_permanent", "redirected_temporary", "gone", "retry_pending", "deferred",
@@ -64,6 +70,21 @@ FETCH_OUTPUTS = {
         ("kind", pa.string()), ("entries", pa.int32()), ("admitted", pa.int32()), ("reason", pa.string())]),
     # URLs listed by sitemaps: canonical when admitted (``reason`` null), as written when refused.
     SITEMAP_URLS: pa.schema([("sitemap", pa.string()), ("url", pa.string()), ("reason", pa.string())]),
+}
+
+PARSE_OUTPUTS = {
+    # One row per 2xx response parsed; ``reason`` is the first problem found (``parse.records.REASONS``).
+    PAGES: pa.schema([
+        ("url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()), ("title", pa.string()),
+        ("text", pa.string()), ("description", pa.string()), ("date", pa.string()), ("lang", pa.string()),
+        ("content_hash", pa.string()), ("simhash", pa.uint64()), ("duplicate_of", pa.string()),
+        ("n_links", pa.int32()), ("noindex", pa.bool_()), ("nofollow", pa.bool_()),
+        ("canonical_link", pa.string()), ("reason", pa.string()), ("bytes", pa.int64())]),
+    # Distinct (dst, anchor) out-links per page.
+    LINKS: pa.schema([("src", pa.string()), ("dst", pa.string()), ("anchor", pa.string()),
+                      ("context", pa.string()), ("nofollow", pa.bool_())]),
+    # Links that failed canonicalization, or past the per-page cap.
+    REJECTS: pa.schema([("src", pa.string()), ("raw", pa.string()), ("reason", pa.string())]),
 }
 
 

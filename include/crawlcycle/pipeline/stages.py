@@ -27,11 +27,12 @@ from crawlcycle.ordering.needy_queries import select_needy as select_needy_queri
 from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.pipeline import materialize as materialize_mod
 from crawlcycle.pipeline import shard_files, shard_storage, update
+from crawlcycle.pipeline.crawl_snapshot import export_snapshot
+from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition
 from crawlcycle.settings import InputError, Settings, SettingsError, load_settings, with_overrides
-from crawlcycle.ui.crawl_views import export_snapshot
 
 
 class CycleOrderError(InputError):
@@ -178,7 +179,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
 def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
     t0 = time.perf_counter()
     fn()
-    timing = shard_dir / "timing.json"
+    timing = shard_dir / shard_files.TIMING
     data = json.loads(timing.read_text()) if timing.exists() else {}
     data[stage] = round(time.perf_counter() - t0, 3)
     timing.write_text(json.dumps(data))
@@ -204,15 +205,16 @@ def parse(settings: Settings, shard_dir: str) -> str:
     from crawlcycle.parse.records import parse_warcs
 
     with shard_storage.local_shard(shard_dir) as d:
-        _timed_file(d, "parse", lambda: parse_warcs([d / "responses.warc.gz"], d, settings,
-                                                   fetch_log=d / "fetch_log.parquet"))
+        _timed_file(d, "parse", lambda: parse_warcs([d / shard_files.WARC], d, settings,
+                                                   fetch_log=d / shard_files.FETCH_LOG))
     return shard_dir
 
 
 def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
     with shard_storage.local_shards(shard_dirs) as dirs, connect(settings) as con, timed(con, cycle, "update"):
         counts = update.merge_shards(con, settings, cycle, dirs)
-        shard_times = [json.loads((d / "timing.json").read_text()) for d in dirs if (d / "timing.json").exists()]
+        shard_times = [json.loads((d / shard_files.TIMING).read_text()) for d in dirs
+                       if (d / shard_files.TIMING).exists()]
         # Shards run in parallel: the stage's wall time is its slowest shard's.
         record_seconds(con, cycle, {s: max((t.get(s, 0.0) for t in shard_times), default=0.0)
                                     for s in ("fetch", "parse")})
@@ -278,26 +280,31 @@ def close(settings: Settings, cycle: int) -> dict:
 CYCLE_STAGES: dict[str, Callable[[Settings, int], Any]] = {
     "refit": refit_models, "select_needy": select_needy, "score": score, "materialize": materialize, "close": close,
 }
+# Stages that take one shard folder, by task id.
+SHARD_STAGES: dict[str, Callable[[Settings, str], str]] = {"fetch": fetch, "parse": parse}
 
 
 def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
-    """One whole cycle in this process, calling the same stage functions as the DAG."""
+    """One whole cycle in this process: the tasks of STAGE_ORDER in turn (a shard task's shards one after the
+    other), calling the same stage functions as the DAG."""
     cycle = begin(settings, interval_start)
     shards = plan_shards(settings, cycle)
     progress(f"cycle {cycle}: {len(shards)} shards to fetch")
-    for i, d in enumerate(shards, 1):
-        fetch(settings, d)
-        progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
-    for d in shards:
-        parse(settings, d)
-    gate(settings, "fetch", cycle, shards)
-    gate(settings, "parse", cycle, shards)
-    update_tables(settings, cycle, shards)
-    gate(settings, "update", cycle)
-    for name in ("refit", "select_needy", "score", "materialize"):
-        CYCLE_STAGES[name](settings, cycle)
-    gate(settings, "materialize", cycle)
-    summary = close(settings, cycle)
+    results: dict[str, Any] = {}
+    for t in STAGE_ORDER[2:]:
+        if t.kind == SHARD:
+            for i, d in enumerate(shards, 1):
+                SHARD_STAGES[t.name](settings, d)
+                if t.name == "fetch":
+                    progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
+        elif t.kind == GATE:
+            for name in t.gates:
+                gate(settings, name, cycle, shards if t.shards else None)
+        elif t.name == "update":
+            update_tables(settings, cycle, shards)
+        else:
+            results[t.name] = CYCLE_STAGES[t.name](settings, cycle)
+    summary = results["close"]
     progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "
              f"{summary['new_urls']} new URLs, next batch {summary['next_batch']}")
     return summary

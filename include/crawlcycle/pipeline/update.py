@@ -1,4 +1,8 @@
-"""The single writer: merge every shard's fetch and parse output into DuckDB in one transaction."""
+"""The single writer: merge every shard's fetch and parse output into DuckDB in one transaction.
+
+DuckDB reads the shards' Parquet files itself (``sql/stages/stage_*_files.sql``); only the columns that find
+repeats of stored pages come out to Python, for the SimHash index.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from crawlcycle.db import run_sql
+from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.ordering import registry
 from crawlcycle.parse.canonical import host_of
 from crawlcycle.parse.simhash import NearDuplicateIndex
 from crawlcycle.pipeline import shard_files
@@ -16,15 +21,9 @@ from crawlcycle.settings import Settings
 PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description", "lang", "content_hash",
                 "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
 
-
-def _read(dirs: list[Path], name: str, shard_column: bool = False) -> pl.DataFrame:
-    frames = []
-    for d in dirs:
-        df = pl.read_parquet(d / name)
-        if shard_column:
-            df = df.with_columns(shard=pl.lit(shard_index(d), dtype=pl.Int32))
-        frames.append(df)
-    return pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame()
+# The temp tables and macro the merge stages, dropped when it ends.
+_STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_sitemap_urls", "s_pages",
+           "s_redirects", "s_found_links", "s_links", "s_new", "s_rejects")
 
 
 def shard_index(shard_dir: Path) -> int:
@@ -32,7 +31,8 @@ def shard_index(shard_dir: Path) -> int:
 
 
 def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame, sitemap_urls: pl.DataFrame) -> pl.DataFrame:
-    """URLs this cycle discovered, in discovery order: followed links, redirect targets, then sitemap entries."""
+    """URLs discovered, in discovery order: followed links, redirect targets, then sitemap entries (the order of
+    ``s_new`` in ``sql/stages/stage_parse_files.sql``), for a merge of frames rather than shard files."""
     followed = links.filter(~pl.col("nofollow")).select("src", url="dst", source=pl.lit("link"))
     redirected = (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
                   .select(src="url", url="final_url", source=pl.lit("redirect")))
@@ -40,13 +40,6 @@ def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame, sitemap_urls: 
                                                                      source=pl.lit("sitemap"))
     new = pl.concat([followed, redirected, listed]).with_row_index("seq")
     return new.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
-
-
-def redirect_links(fetch_log: pl.DataFrame) -> pl.DataFrame:
-    """A redirect is stored as a link from the requested URL to its target (empty anchor)."""
-    return (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
-            .select(src="url", dst="final_url", anchor=pl.lit(""), context=pl.lit("redirect"),
-                    nofollow=pl.lit(False)))
 
 
 def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) -> pl.DataFrame:
@@ -70,34 +63,25 @@ def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) 
 def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:
     """Replace cycle ``cycle``'s output in the tables with the shards' files; return counts."""
     dirs = sorted(Path(d) for d in shard_dirs)
-    fetch_log = _read(dirs, shard_files.FETCH_LOG, shard_column=True)
-    pages = _read(dirs, "pages.parquet")
-    links = _read(dirs, "links.parquet")
+    # Each shard file as a list over the shards, a parameter named like the file (fetch_log.parquet: $fetch_log).
+    files = {Path(name).stem: [str(d / name) for d in dirs]
+             for name in (*shard_files.FETCH_OUTPUTS, *shard_files.PARSE_OUTPUTS)}
+    counts = {"fetch_rows": 0, "pages": 0, "links": 0}
+    con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
     con.execute("BEGIN")
     try:
         run_sql(con, "stages/rollback_cycle", cycle=cycle)
-        if fetch_log.height:
-            con.register("s_fetch_log", fetch_log)
-            for table, name in (("s_requests", shard_files.REQUESTS), ("s_hosts", shard_files.HOSTS),
-                                ("s_robots", shard_files.ROBOTS), ("s_sitemaps", shard_files.SITEMAPS)):
-                con.register(table, _read(dirs, name))
+        registry.clear_cycle(con, cycle)
+        if dirs:
+            run_sql(con, "stages/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
+            counts = {"fetch_rows": scalar(con, "SELECT count(*) FROM s_fetch_log"),
+                      "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
+                      "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
+        if counts["fetch_rows"]:
             run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
-            sitemap_urls = _read(dirs, shard_files.SITEMAP_URLS)
-            fetched = mark_stored_duplicates(con, pages.filter(pl.col("status").is_between(200, 299))
-                                             .select(PAGE_COLUMNS)).with_columns(
-                host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
-            # An exact copy of a stored page brings nothing new: its links are not merged twice.
-            copies = fetched.filter("exact_copy")["url"]
-            page_links = (links.select("src", "dst", "anchor", "context", "nofollow")
-                          .filter(~pl.col("src").is_in(copies.implode())))
-            all_links = pl.concat([page_links, redirect_links(fetch_log)], how="vertical_relaxed")
-            con.register("s_pages", fetched)
-            con.register("s_links", all_links.unique(["src", "dst", "anchor"], keep="first", maintain_order=True))
-            con.register("s_new", discovered_urls(fetch_log, all_links, sitemap_urls))
-            refused = sitemap_urls.filter(pl.col("reason").is_not_null()).select(src="sitemap", raw="url",
-                                                                                 reason="reason")
-            con.register("s_rejects", pl.concat([_read(dirs, "rejects.parquet").select("src", "raw", "reason"),
-                                                 refused], how="vertical_relaxed"))
+            fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
+            con.register("s_duplicates", fetched.select("file_index", "row_index", "duplicate_of", "exact_copy"))
+            run_sql(con, "stages/stage_parse_files", **files)
             run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host)
         run_sql(con, "stages/cycle_figures", cycle=cycle)
         con.execute("COMMIT")
@@ -105,10 +89,9 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         con.execute("ROLLBACK")
         raise
     finally:
-        for name in ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_pages", "s_links", "s_new",
-                     "s_rejects"):
-            try:
-                con.unregister(name)
-            except duckdb.Error:
-                pass
-    return {"fetch_rows": fetch_log.height, "pages": pages.height, "links": links.height}
+        for table in _STAGED:
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        con.execute("DROP MACRO TABLE IF EXISTS shard_rows")
+        con.unregister("s_duplicates")
+        con.remove_function("host_of")
+    return counts

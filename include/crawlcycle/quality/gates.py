@@ -38,9 +38,9 @@ _SHARD_VIEWS = {
                                                      "error_class VARCHAR, content_type VARCHAR"),
               "g_requests": (shard_files.REQUESTS, "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
               "g_hosts": (shard_files.HOSTS, "host VARCHAR, crawl_delay DOUBLE")},
-    "parse": {"g_pages": ("pages.parquet", "url VARCHAR, status INTEGER, content_type VARCHAR, text VARCHAR, "
-                                           "n_links INTEGER"),
-              "g_links": ("links.parquet", "src VARCHAR, dst VARCHAR, anchor VARCHAR")},
+    "parse": {"g_pages": (shard_files.PAGES, "url VARCHAR, status INTEGER, content_type VARCHAR, text VARCHAR, "
+                                             "n_links INTEGER"),
+              "g_links": (shard_files.LINKS, "src VARCHAR, dst VARCHAR, anchor VARCHAR")},
 }
 
 

@@ -48,8 +48,7 @@ def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> di
     """Index the URLs not indexed yet and the anchors of cycle ``cycle``'s links; a re-run replaces its rows."""
     run_sql(con, "impact/unindex_cycle", cycle=cycle)
     urls = con.sql("SELECT url, discovery_seq AS seq FROM frontier WHERE ngram_cycle IS NULL ORDER BY seq").pl()
-    anchors = con.sql("SELECT f.discovery_seq AS seq, l.anchor FROM links l JOIN frontier f ON f.url = l.dst "
-                      "WHERE l.cycle = ? AND l.anchor <> '' ORDER BY seq, l.anchor", params=[cycle]).pl()
+    anchors = query(con, "impact/cycle_anchors", cycle=cycle)
     before = scalar(con, "SELECT count(*) FROM url_ngrams")
     # The chunks' n-grams are gathered first and checked against the index in one pass: a check per chunk would
     # scan the whole index once per chunk, which grows with the square of the crawl.

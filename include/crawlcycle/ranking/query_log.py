@@ -37,6 +37,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from crawlcycle.db import query, run_sql
 from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.settings import InputError, Settings
 
@@ -196,9 +197,7 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
     try:
         con.begin()
         try:
-            con.execute("DELETE FROM query_log WHERE partition = ?", [day])
-            con.execute("INSERT INTO query_log (partition, query, frequency, time, shown_url, rank, clicked) "
-                        "SELECT ?, query, frequency, time, shown_url, rank, clicked FROM s_query_log", [day])
+            run_sql(con, "query_log/ingest", partition=day)
         except BaseException:
             con.rollback()
             raise
@@ -212,7 +211,4 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
 
 def page_impressions(con: duckdb.DuckDBPyConnection, partition: date, top_k: int) -> pl.DataFrame:
     """Per shown URL of ``partition``: views (times shown at rank <= ``top_k``) and clicks (at any rank)."""
-    return con.sql("SELECT shown_url AS url, count(*) FILTER (WHERE rank <= $top_k) AS views, "
-                   "count(*) FILTER (WHERE clicked) AS clicks FROM query_log "
-                   "WHERE partition = $partition AND shown_url IS NOT NULL GROUP BY shown_url ORDER BY url",
-                   params={"top_k": top_k, "partition": partition}).pl()
+    return query(con, "query_log/page_impressions", top_k=top_k, partition=partition)

@@ -118,8 +118,7 @@ def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     if scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]):
         return 0
     if queries is None:
-        queries = con.sql("SELECT DISTINCT l.query FROM query_log l JOIN cycles c ON c.interval_start = l.partition "
-                          "WHERE c.cycle = ?", params=[cycle]).pl()["query"].to_list()
+        queries = query(con, "ranker/cycle_queries", cycle=cycle)["query"].to_list()
     with _weights(con, settings, [normalize_query(q) for q in queries]), _transaction(con):
         run_sql(con, "ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
     return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])

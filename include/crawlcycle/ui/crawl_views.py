@@ -1,13 +1,9 @@
-"""The "Crawl" page of the Airflow UI: what the writer exports after each cycle, and the page made from it.
+"""The "Crawl" page of the Airflow UI, made from the snapshot of the crawl state each cycle's close writes.
 
-While a task has the DuckDB file open read-write, any other open of it fails, so the page never opens it:
-``cycle.close`` calls :func:`export_snapshot`, which writes the tables the page shows (queries in ``sql/ui/``)
-to ``<data_dir>/ui/snapshot.json`` through a temporary file and ``os.replace``, so that a reader sees the
-previous snapshot or the new one, never part of one. :func:`page` renders that file and the newest simulation
-found under ``<data_dir>/simulations/`` as one HTML page with inline SVG plots (no JavaScript).
-
-``snapshot.json``: ``{"cycle": N, "exported_at": ISO time, "tables": {name: [row, ...]}}`` with one entry per
-name in :data:`TABLES`; JSON columns (``parts``, ``metrics``, ``stage_seconds``) are objects.
+The page never opens the DuckDB file (any other open fails while a task has it open read-write): it reads the
+snapshot the close stage writes (:mod:`crawlcycle.pipeline.crawl_snapshot`). :func:`page` renders that snapshot
+and the newest simulation found under ``<data_dir>/simulations/`` as one HTML page with inline SVG plots (no
+JavaScript).
 """
 
 from __future__ import annotations
@@ -15,52 +11,17 @@ from __future__ import annotations
 import html
 import io
 import json
-import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import polars as pl
 
-from crawlcycle.db import query
+from crawlcycle.pipeline.crawl_snapshot import load_snapshot
 from crawlcycle.settings import Settings
 
-TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "model_runs")
-_JSON_COLUMNS = ("parts", "metrics", "stage_seconds")
 # Metric names (or parts of them) that say how good a fit is: plotted over cycles; counts stay in the table.
 FIT_METRICS = ("r2", "mae", "rmse", "slope", "residual", "score")
-
-
-def snapshot_path(settings: Settings) -> Path:
-    return Path(settings.data_dir) / "ui" / "snapshot.json"
-
-
-def export_snapshot(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> Path:
-    """Write the Crawl page's tables as they stand at the end of ``cycle``; replaces the previous snapshot."""
-    tables = {name: _records(query(con, f"ui/{name}")) for name in TABLES}
-    doc = {"cycle": cycle, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"), "tables": tables}
-    path = snapshot_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(doc, default=str))
-    os.replace(tmp, path)
-    return path
-
-
-def _records(frame: pl.DataFrame) -> list[dict[str, Any]]:
-    rows = frame.to_dicts()
-    for row in rows:
-        for col in _JSON_COLUMNS:
-            if isinstance(row.get(col), str):
-                row[col] = json.loads(row[col])
-    return rows
-
-
-def load_snapshot(settings: Settings) -> dict | None:
-    path = snapshot_path(settings)
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 @dataclass(frozen=True)

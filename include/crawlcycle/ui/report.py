@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from crawlcycle.airflow import task_overhead
-from crawlcycle.db import connect
+from crawlcycle.db import connect, query
 from crawlcycle.settings import Settings
 
 COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
@@ -73,12 +73,8 @@ def task_table(run: task_overhead.CycleOverhead) -> pl.DataFrame:
 def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The latest cycle's most needy queries, and the head of the next batch with why each URL is in it."""
     with connect(settings, read_only=True) as con:
-        needy = con.sql("SELECT rank, query, frequency, round(improvability, 3) AS improvability, "
-                        "round(neediness, 3) AS neediness FROM v_needy_queries LIMIT ?", params=[rows]).pl()
-        batch = con.sql("SELECT rank, url, round(priority, 4) AS priority, query_impact, "
-                        "round(prestige_part, 4) AS prestige_part, needy_queries[1:3] AS needy_queries "
-                        "FROM v_batch_explain WHERE cycle = (SELECT max(cycle) FROM batches) LIMIT ?",
-                        params=[rows]).pl()
+        needy = query(con, "report/needy_queries", rows=rows)
+        batch = query(con, "report/batch", rows=rows)
     return needy, batch
 
 

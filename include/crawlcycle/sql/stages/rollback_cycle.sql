@@ -1,4 +1,5 @@
--- Undo what a previous run of cycle $cycle wrote, so a re-run replaces its output exactly.
+-- Undo what a previous run of cycle $cycle wrote, so a re-run replaces its output exactly. The tables ordering
+-- policies own are cleared by crawlcycle.ordering.registry.clear_cycle, from the policy registry.
 UPDATE frontier f SET attempts = f.attempts - 1
 FROM fetch_log l
 WHERE l.cycle = $cycle AND l.url = f.url AND l.outcome IN ('retry_pending', 'gone') AND l.error_class IS NOT NULL
@@ -20,9 +21,7 @@ DELETE FROM sitemap_fetches WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;
 DELETE FROM needy_queries WHERE cycle = $cycle;
 DELETE FROM needy_candidates WHERE cycle = $cycle;
-DELETE FROM sketches WHERE cycle = $cycle;
 DELETE FROM query_improvement WHERE cycle = $cycle;
 DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE cycle = $cycle;
-DELETE FROM opic_cash WHERE cycle = $cycle;
 DELETE FROM batches WHERE cycle = $cycle + 1;

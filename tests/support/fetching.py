@@ -1,0 +1,45 @@
+"""The fetcher run against a FaultServer, and what it wrote read back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from crawlcycle.fetch.fetcher import fetch_urls
+from crawlcycle.pipeline import shard_files
+from crawlcycle.settings import Settings, load_settings
+from tests.support.demo import USER_AGENT
+from tests.support.faultserver import FaultServer
+
+
+def settings_for(server: FaultServer, **overrides: object) -> Settings:
+    base = {"user_agent": USER_AGENT, "connect_to": f"*.test=127.0.0.1:{server.port}", "allow_networks": "127.0.0.0/8",
+            "min_delay": 0.1, "max_delay": 1.0, "delay_factor": 1.0, "connect_timeout": 0.5,
+            "read_timeout": 0.3, "total_deadline": 0.8, "max_body_bytes": 50_000, "robots_max_bytes": 10_000,
+            "fetch_time_limit": 20.0, "fetch_concurrency": 8, "sitemap_fallback": False}
+    return load_settings(overrides=base | overrides, environ={})
+
+
+def run(urls: list[str], settings: Settings, out: Path, state: dict | None = None, **kwargs: object):
+    """Fetch, then read back (log by URL, requests, and the stored state: hosts by name, robots by origin)."""
+    state = state or {}
+    result = fetch_urls(urls, settings, out, hosts=list(state.get("hosts", {}).values()),
+                        robots=list(state.get("robots", {}).values()), **kwargs)
+    log = pq.read_table(result.fetch_log)
+    assert log.schema.equals(shard_files.FETCH_OUTPUTS[shard_files.FETCH_LOG])
+    rows = log.to_pylist()
+    assert [r["url"] for r in rows] == list(dict.fromkeys(urls))  # one row per input URL, in order
+    assert all(r["outcome"] in shard_files.OUTCOMES for r in rows)
+    requests = pq.read_table(result.requests).to_pylist()
+    stored = {"hosts": {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()},
+              "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()}}
+    return {r["url"]: r for r in rows}, requests, stored
+
+
+def gaps(requests: list[dict], host: str) -> list[float]:
+    """Idle time between consecutive requests to ``host``: next start minus previous finish."""
+    reqs = sorted((r for r in requests if r["host"] == host), key=lambda r: r["started_at"])
+    for a, b in zip(reqs, reqs[1:], strict=False):
+        assert b["started_at"] >= a["finished_at"], "two requests in flight to one host"
+    return [b["started_at"] - a["finished_at"] for a, b in zip(reqs, reqs[1:], strict=False)]

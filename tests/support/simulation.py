@@ -1,0 +1,31 @@
+"""Simulator outputs as the Crawl page reads them, for a made-up fetch order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from crawlcycle.evaluation.ground_truth import Truth
+from crawlcycle.evaluation.simulator import curve, summarize
+
+
+def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.DataFrame]:
+    """Simulator outputs for ``policies`` (the simulator's own curve and summary of a made-up fetch order)."""
+    pages = pl.DataFrame({"url": [f"http://a.test/{i}" for i in range(20)],
+                          "impact": [float(20 - i) for i in range(20)], "impact_bm25s": [float(i) for i in range(20)],
+                          "in_links": list(range(20)), "hot": [i < 2 for i in range(20)]})
+    truth = Truth(pages, {"a.test"})
+    curves = {}
+    for k, policy in enumerate(policies):
+        order = pages.sample(fraction=1.0, shuffle=True, seed=seed + k).select(page="url")
+        points = curve(order, truth)
+        folder = out / policy if len(policies) > 1 else out
+        folder.mkdir(parents=True, exist_ok=True)
+        points.write_csv(folder / "curve.csv")
+        (folder / "summary.json").write_text(json.dumps({"policy": policy, "budgets": summarize(points, truth)}))
+        curves[policy] = points
+    if len(policies) > 1:
+        (out / "curves.png").write_bytes(b"")
+    return curves

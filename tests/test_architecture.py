@@ -1,0 +1,67 @@
+"""The package's shape: which parts may import which, read from the sources' import statements."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "include" / "crawlcycle"
+# Apart from the product: the demo harness and the evaluation lab. Only the command line (which offers `demo`
+# and `simulate`) reaches into them.
+HARNESS = ("devtools", "evaluation")
+
+
+def imports(path: Path) -> set[str]:
+    """Every crawlcycle module ``path`` imports, at any depth of the file (function-level imports included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return {name for name in found if name.startswith("crawlcycle")}
+
+
+def product_files() -> list[Path]:
+    files = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in HARNESS]
+    files = [p for p in files if p != PACKAGE / "cli.py"]
+    return files + sorted((ROOT / "dags").glob("*.py")) + sorted((ROOT / "plugins").glob("*.py"))
+
+
+def test_the_product_imports_neither_the_harness_nor_the_evaluation_lab() -> None:
+    files = product_files()
+    assert len(files) > 40 and PACKAGE / "pipeline" / "stages.py" in files
+    wrong = {f"{p.relative_to(ROOT)} imports {m}" for p in files for m in imports(p)
+             if m.count(".") and m.split(".")[1] in HARNESS}
+    assert not wrong, sorted(wrong)
+
+
+def test_the_pipeline_does_not_import_the_ui() -> None:
+    wrong = {f"{p.relative_to(ROOT)} imports {m}" for p in (PACKAGE / "pipeline").rglob("*.py")
+             for m in imports(p) if m.startswith("crawlcycle.ui")}
+    assert not wrong, sorted(wrong)
+
+
+def test_every_module_lives_in_a_subpackage_but_the_entry_points() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "cli.py", "db.py", "settings.py"]
+
+
+def test_paths_the_docs_name_exist() -> None:
+    """Every file or folder of the project that README.md and ARCHITECTURE.md name in backticks exists, from the
+    project root or from the package (``pipeline/stages.py``, ``sql/...``), so the docs follow the code when it
+    moves. Names under folders the project does not hold (run outputs such as ``data/``, ``sim/``) are not its."""
+    bases = (ROOT, PACKAGE)
+    missing = []
+    for doc in ("README.md", "ARCHITECTURE.md"):
+        for name in re.findall(r"`([\w./-]+/[\w.-]*)`", (ROOT / doc).read_text()):
+            if name.startswith(("../", "/", "http")) or "://" in name or not re.search(r"\.\w+$|/$", name):
+                continue
+            first = name.split("/")[0]
+            if first == "data" or not any((base / first).is_dir() for base in bases):
+                continue
+            if not any((base / name).exists() for base in bases):
+                missing.append(f"{doc}: {name}")
+    assert not missing, missing

@@ -1,0 +1,65 @@
+"""The policy registry is the one list of ordering policies: every entry has its SQL and its staging function,
+the README's table and the settings name exactly its policies, and a cycle's rollback clears the state they own."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from crawlcycle.db import SQL_DIR, connect, statements
+from crawlcycle.ordering import registry
+from crawlcycle.ordering.policies import NAMES, REGISTRY
+from crawlcycle.pipeline import update
+from crawlcycle.settings import load_settings
+from tests.support.crawl_state import new_state
+from tests.support.demo import USER_AGENT
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+BASE = {"user_agent": USER_AGENT}
+
+
+def test_every_policy_has_one_sql_statement_and_every_policy_sql_file_an_entry() -> None:
+    assert sorted(p.stem for p in (SQL_DIR / "policies").glob("*.sql")) == sorted(NAMES)
+    assert len(set(NAMES)) == len(NAMES)
+    for entry in REGISTRY:
+        assert len(statements(entry.sql)) == 1, entry.name
+
+
+def test_every_staging_function_resolves() -> None:
+    for entry in REGISTRY:
+        stage = registry.stage_function(entry)
+        assert (stage is None) == (entry.stage == ""), entry.name
+        if stage:
+            assert callable(stage) and entry.stage.endswith(f":{stage.__name__}"), entry.name
+
+
+def test_the_readme_table_lists_exactly_the_registry_s_policies() -> None:
+    section = README.split("## Ordering policies", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", section, flags=re.MULTILINE)
+    assert rows == [(p.name, p.description) for p in REGISTRY]
+
+
+def test_the_policy_setting_takes_the_registry_s_policies_only() -> None:
+    for name in NAMES:
+        assert load_settings(overrides={**BASE, "policy": name}, environ={}).policy == name
+    with pytest.raises(ValueError, match=f"setting policy: unknown policy 'fifo'; choose one of {', '.join(NAMES)}"):
+        load_settings(overrides={**BASE, "policy": "fifo"}, environ={})
+
+
+def test_a_cycle_s_rollback_clears_the_state_every_policy_owns(tmp_path: Path) -> None:
+    s = new_state(tmp_path, "opic")
+    with connect(s) as con:
+        tables = registry.owned_tables()
+        assert {"opic_cash", "sketches"} <= set(tables)
+        for table in tables:
+            columns = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                                  "ORDER BY column_index", [table]).fetchall()
+            assert ("cycle", "INTEGER") in columns, table
+            for cycle in (1, 2):
+                values = ", ".join(str(cycle) if c == "cycle" else f"CAST(0 AS {kind})" for c, kind in columns)
+                con.execute(f"INSERT INTO {table} VALUES ({values})")
+        update.merge_shards(con, s, 2, [])  # the update stage of cycle 2 again, here with no shard output
+        for table in tables:
+            assert con.execute(f"SELECT cycle FROM {table}").fetchall() == [(1,)], table
