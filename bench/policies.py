@@ -155,9 +155,11 @@ def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, c
     runs.summaries.append(summaries)
     runs.walls.append(wall)
     runs.curves.append({p: pl.read_csv(folder[p] / "curve.csv") for p in policies})
-    from crawlcycle.evaluation.simulator import engagement_text  # does the query-driven part of each policy engage?
+    from crawlcycle.evaluation.simulator import engagement_text, waste_line
 
-    for policy in ("hybrid", "q_overlap", "q_hybrid", "ml"):
+    for policy, summary in summaries.items():  # what the batch slots gave
+        print(f"{name} run {r} {policy} slots: {waste_line(summary)}")
+    for policy in ("hybrid", "q_overlap", "q_hybrid", "ml"):  # does the query-driven part of each policy engage?
         if policy in summaries:
             print(f"{name} run {r} {policy} engagement: {engagement_text(summaries[policy])}")
 

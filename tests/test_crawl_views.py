@@ -110,6 +110,25 @@ def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None
     assert set(crawl_views.engagement_row({"cycle": 1, "policy": "bfs"}).values()) == {1, "bfs", None}
 
 
+def test_the_page_shows_each_cycle_s_batch_slots_and_the_origins_held(crawled: Settings) -> None:
+    rows = _q(crawled, "SELECT cycle, batch_size, slots_fetched, slots_failed, slots_unanswered, waste_share, probes "
+                       "FROM v_cycle_summary ORDER BY cycle")
+    # cycle 1: the seed nothing listens on took its slot for nothing, and the missing page gave a 404; cycle 2:
+    # that origin was only probed, outside the batch
+    assert [(r[0], json.loads(r[3]).get("http_4xx"), r[4], r[6]) for r in rows] == [(1, 1, 1, 0), (2, None, 0, 1)]
+    doc = lxml.html.fromstring(crawl_views.page(crawled))
+    assert _cells(doc, "slots", "slots_fetched") == [str(r[2]) for r in rows]
+    assert [float(v) for v in _cells(doc, "slots", "waste_share")] == pytest.approx([100 * r[5] for r in rows],
+                                                                                    abs=0.051)
+    assert _cells(doc, "slots", "slots_failed")[0] == "http_4xx 1, robots_unavailable 1"
+    assert _has(doc, "plot-slots", "svg")
+    held = [(o, _cells(doc, "origins-held", c)[0]) for o, c in (("origin", "origin"), ("state", "state"),
+                                                                  ("error", "last_error"), ("next", "next_try_cycle"),
+                                                                  ("waiting", "waiting_urls"))]
+    assert held == [("origin", "http://down.test"), ("state", "backoff"), ("error", "connection"), ("next", "4"),
+                    ("waiting", "1")]
+
+
 def test_the_newest_simulation_is_drawn(crawled: Settings, tmp_path: Path) -> None:
     sims = tmp_path / "data" / "simulations"
     settings = replace(crawled, data_dir=str(tmp_path / "data"))

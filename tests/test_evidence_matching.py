@@ -134,7 +134,7 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
         cycle = con.execute("SELECT max(cycle) FROM needy_candidates").fetchall()[0][0]
         queries = score_model.stage_queries(con.sql("SELECT query FROM needy_queries WHERE cycle = ?",
                                                     params=[cycle]).pl()["query"].to_list())
-        run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+        registry.stage_eligible(con, settings, cycle)
         run_sql(con, "impact/frontier_scope")
         stored = evidence_index.stored_candidates(con, cycle, queries)
         assert stored is not None and stored.height > queries.height

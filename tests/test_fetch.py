@@ -209,15 +209,19 @@ def test_robots_errors_allow_or_block_the_host(server: FaultServer, tmp_path: Pa
     log, requests, stored = run(urls, s, tmp_path)
     assert min(gaps(requests, "r404.test") + gaps(requests, "rredir.test")) >= 0.1
     assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
-        "http://r500.test/p": ("retry_pending", "robots_unavailable"),
-        "http://rhang.test/p": ("retry_pending", "robots_unavailable"),
+        "http://r500.test/p": ("deferred", "robots_unavailable"),
+        "http://rhang.test/p": ("deferred", "robots_unavailable"),
         "http://r404.test/p": ("fetched", None),
         "http://rredir.test/no": ("disallowed", "robots_disallowed"),
         "http://rredir.test/yes": ("gone", "http_error")}
     assert server.hits_of("r500.test") == ["/robots.txt"] and server.hits_of("rhang.test") == ["/robots.txt"]
     assert {o: r["status"] for o, r in stored["robots"].items()} == \
         {"http://r500.test": 500, "http://rhang.test": None, "http://r404.test": 404, "http://rredir.test": 200}
-    # An unavailable robots.txt is asked again next time; a 404 is kept for robots_ttl.
+    # An unavailable robots.txt is asked again next time; a 404 is kept for robots_ttl. The origins whose robots.txt
+    # did not answer did not answer at all (their URLs wait for the origin's back-off, keeping their attempts).
+    assert {o: t["error_class"] for o, t in stored["tries"].items()} == {
+        "http://r500.test": "robots_server_error", "http://rhang.test": "timeout", "http://r404.test": None,
+        "http://rredir.test": None}
     run(urls, s, tmp_path / "again", stored)
     assert server.hits_of("r500.test") == ["/robots.txt"] * 2
     assert server.hits_of("r404.test") == ["/robots.txt", "/p", "/p"]
@@ -408,8 +412,8 @@ def test_robots_txt_applies_per_origin_and_politeness_per_host(tmp_path: Path) -
         urls = [f"{b}/page", f"{a}/page", f"{b}/secret", f"{a}/secret", f"{b}/other"]
         log, requests, stored = run(urls, settings_for(down, connect_to="", min_delay=0.2), tmp_path)
         assert {u: (r["outcome"], r["error_class"]) for u, r in log.items()} == {
-            f"{b}/page": ("fetched", None), f"{a}/page": ("retry_pending", "robots_unavailable"),
-            f"{b}/secret": ("disallowed", "robots_disallowed"), f"{a}/secret": ("retry_pending", "robots_unavailable"),
+            f"{b}/page": ("fetched", None), f"{a}/page": ("deferred", "robots_unavailable"),
+            f"{b}/secret": ("disallowed", "robots_disallowed"), f"{a}/secret": ("deferred", "robots_unavailable"),
             f"{b}/other": ("fetched", None)}
         assert down.hits_of("127.0.0.1") == ["/robots.txt"]
         assert strict.hits_of("127.0.0.1") == ["/robots.txt", "/page", "/other"]
@@ -475,6 +479,7 @@ def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, t
     pl.DataFrame({"url": urls, "host": ["patient.test"] * 3, "rank": [1, 2, 3]}).write_parquet(shard / shard_files.URLS)
     for name in (shard_files.HOSTS_IN, shard_files.ROBOTS_IN):
         pl.DataFrame({"host": []}, schema={"host": pl.String}).write_parquet(shard / name)
+    pl.DataFrame(schema={"origin": pl.String, "host": pl.String}).write_parquet(shard / shard_files.PROBES)
 
     # in shard storage, an attempt works on a copy and stores back only what a finished fetch wrote, and the
     # journal as it grows

@@ -128,6 +128,11 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Settings], object]]] = {
     "batch_robots_allowed": ("materialize", sql("UPDATE robots SET status = 200, robots_txt = 'User-agent: *"
                                                 "\nDisallow: /' WHERE host = (SELECT min(host) FROM batches WHERE "
                                                 f"cycle = {CYCLE + 1})")),
+    # the origin of a batch URL failed its latest try (as if it had been tried after the batch was chosen)
+    "batch_origins_answered": ("materialize", sql(
+        "INSERT OR REPLACE INTO origin_tries (cycle, origin, host, probe, error_class, failures, state, "
+        f"next_try_cycle) SELECT {CYCLE}, url_origin(min(url)), min(host), true, 'dns', 1, 'backoff', {CYCLE + 2} "
+        f"FROM batches WHERE cycle = {CYCLE + 1}")),
     "batch_open": ("materialize", sql(f"UPDATE frontier SET status = 'gone' WHERE url = (SELECT min(url) FROM "
                                       f"batches WHERE cycle = {CYCLE + 1})")),
     "per_host_cap_respected": ("materialize", lambda s: replace(s, per_host_cap=1)),

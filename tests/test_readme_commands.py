@@ -90,6 +90,7 @@ EXPECT = [
     Expect(r"FROM model_runs", r"shape: \(\d+, 4\)"),
     Expect(r"crawlcycle check materialize --cycle 3", r"gate materialize passed for cycle 3"),
     Expect(r"FROM dq_results WHERE NOT success", r"shape: \(0, 6\)"),
+    Expect(r"scope_reason\(url, host, hops", r"shape: \(\d+, 2\).*reason.*count_star"),
 ]
 
 

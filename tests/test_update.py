@@ -14,7 +14,6 @@ from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.update import mark_stored_duplicates
 from crawlcycle.settings import Settings
 from tests.support.faultserver import FaultServer, respond
-from tests.support.net import free_port
 
 TEXT = " ".join(f"word{i}" for i in range(1000))
 
@@ -53,21 +52,31 @@ def test_rejected_links_and_the_per_host_cap_are_recorded(settings: Settings) ->
 
 
 def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, tmp_path: Path) -> None:
-    closed = free_port()  # nobody listens on it: connection refused
-    seeds = tmp_path / "seeds.txt"
-    seeds.write_text("http://dead.example/\n")
-    s = replace(settings, seeds_file=str(seeds), retry_limit=3,
-                connect_to=f"dead.example=127.0.0.1:{closed},{settings.connect_to}")
-    stages.init(s)
-    states = []
-    for day in range(1, 6):
-        stages.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
-        with connect(s, read_only=True) as con:
-            states.append(con.execute("SELECT status, attempts, retry_after_cycle FROM frontier "
-                                      "WHERE url = 'http://dead.example/'").fetchall()[0])
-    # Tried in cycles 1, 2 and 4 (waits of 1, then 2 cycles), then given up.
+    server = FaultServer()  # the origin answers (robots.txt 404), its one page fails with 503 every time
+    try:
+        server.route("down.test", "/robots.txt", respond(404))
+        server.route("down.test", "/", respond(503, b"busy"))
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("http://down.test/\n")
+        s = replace(settings, seeds_file=str(seeds), retry_limit=3,
+                    connect_to=f"down.test=127.0.0.1:{server.port},{settings.connect_to}")
+        stages.init(s)
+        states = []
+        for day in range(1, 6):
+            stages.run_cycle(s, date(2026, 11, day), progress=lambda m: None)
+            with connect(s, read_only=True) as con:
+                states.append(con.execute("SELECT status, attempts, retry_after_cycle FROM frontier "
+                                          "WHERE url = 'http://down.test/'").fetchall()[0])
+    finally:
+        server.close()
+    # Tried in cycles 1, 2 and 4 (waits of 1, then 2 cycles), then given up; one failing page of an origin that
+    # answers is the URL's failure, not the origin's.
     assert states == [("retry_pending", 1, 2), ("retry_pending", 2, 4), ("retry_pending", 2, 4),
                       ("gone", 3, None), ("gone", 3, None)]
+    assert server.hits_of("down.test").count("/") == 3
+    with connect(s, read_only=True) as con:
+        assert con.execute("SELECT DISTINCT state FROM origin_tries WHERE origin = 'http://down.test'"
+                           ).fetchall() == [("ok",)]
 
 
 def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Settings, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date
@@ -101,6 +102,30 @@ class Settings:
     fetch_time_limit: float = _s(600.0, "seconds a shard may fetch per cycle; URLs not reached are deferred")
     fetch_concurrency: int = _s(32, "hosts fetched at once within a shard")
     retry_limit: int = _s(3, "transient failures of one URL before it is marked gone")
+    # reachability of origins (scheme, host, port), across cycles
+    origin_retry_cycles: int = _s(1, "cycles an origin that did not answer (robots.txt unreachable or 5xx, DNS, "
+                                  "refused or reset connections, TLS, host_error_limit failures in a row) waits for "
+                                  "the probe of its robots.txt; each further failure doubles the wait")
+    origin_park_after: int = _s(5, "failures in a row after which an origin is parked: its URLs stay in the "
+                                "frontier and it is probed every origin_park_cycles cycles")
+    origin_park_cycles: int = _s(30, "cycles between two probes of a parked origin")
+    path_refusals: int = _s(2, "4xx answers after which a path group (origin, first directory, extension) that "
+                            "never gave a page is held out of the batches, one of its URLs tried again when each "
+                            "back-off (1, 2, 4, ... cycles) ends")
+    new_path_slots: int = _s(4, "URLs of a path group that has not given a page yet (a new directory or file type) "
+                             "that a batch takes first; the rest of them go behind every other candidate")
+    origin_probes: int = _s(100, "most origins whose robots.txt is fetched per cycle outside the batch (never "
+                            "contacted, or due after a back-off), by the priority of their best frontier URL")
+    # crawl scope: applied when URLs are admitted (seeds, links, redirects, sitemaps) and when batches are chosen
+    allowed_domains: str = _s("", "comma-separated domains whose hosts may enter the frontier, each with its "
+                              "subdomains (empty = any)")
+    denied_domains: str = _s("", "comma-separated domains whose hosts never enter the frontier, each with its "
+                             "subdomains")
+    url_include: str = _s("", "regular expression (RE2) a URL must hold a match of to enter the frontier "
+                          "(empty = any URL)")
+    url_exclude: str = _s("", "regular expression (RE2): a URL holding a match never enters the frontier")
+    max_hops: int = _s(0, "most links followed from the nearest seed (0 = no limit)")
+    follow_external: bool = _s(True, "admit URLs of hosts other than the seeds' hosts")
     # parsing and canonicalization
     max_url_length: int = _s(256, "longer URLs are rejected")
     max_urls_per_host: int = _s(10000, "frontier URLs kept per host")
@@ -180,12 +205,13 @@ class Settings:
                      "robots_max_bytes", "host_error_limit", "fetch_concurrency", "retry_limit",
                      "max_path_segments", "max_segment_repeats", "max_outlinks_per_page", "bm25_depth",
                      "ngram_max", "s_prime_queries", "sketch_candidates", "gate_min_sample", "max_failed_runs",
-                     "sitemap_max_files", "sitemap_max_bytes"):
+                     "sitemap_max_files", "sitemap_max_bytes", "origin_retry_cycles", "origin_park_after",
+                     "origin_park_cycles", "origin_probes", "path_refusals", "new_path_slots"):
             if getattr(self, name) < 1:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
                      "total_deadline", "robots_ttl", "max_redirects", "sitemap_max_depth", "task_retries",
-                     "fetch_retries", "retry_delay", "max_retry_delay"):
+                     "fetch_retries", "retry_delay", "max_retry_delay", "max_hops"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.task_timeout <= self.fetch_time_limit:
@@ -249,6 +275,13 @@ class Settings:
             self.connect_to_map()
         except ValueError as e:
             bad("connect_to", str(e))
+        for name in ("allowed_domains", "denied_domains"):
+            for domain in self.domains(name):
+                if not _DOMAIN.fullmatch(domain):
+                    bad(name, f"{domain!r} is not a domain name")
+        for name in ("url_include", "url_exclude"):
+            if problem := _regex_problem(getattr(self, name)):
+                bad(name, f"not a regular expression ({problem})")
         if not (1 <= self.demo_port <= 65535):
             bad("demo_port", f"must be a TCP port, got {self.demo_port}")
         return self
@@ -276,6 +309,16 @@ class Settings:
         if len(pairs) != len(fields) or set(values) != set(fields):
             raise ValueError(f"expected one number for each of {', '.join(fields)}, got {getattr(self, name)!r}")
         return values
+
+    def domains(self, name: str) -> list[str]:
+        """The domains of setting ``name`` (allowed_domains, denied_domains), lower case, without a leading dot."""
+        return [d.strip().lower().removeprefix("*.").lstrip(".") for d in getattr(self, name).split(",") if d.strip()]
+
+    def scope_rules(self) -> dict[str, Any]:
+        """The crawl scope as the ``rules`` struct of the SQL macro ``scope_reason``."""
+        return {"allowed_domains": self.domains("allowed_domains"), "denied_domains": self.domains("denied_domains"),
+                "url_include": self.url_include, "url_exclude": self.url_exclude, "max_hops": self.max_hops,
+                "follow_external": self.follow_external}
 
     def allow_networks_list(self) -> list[str]:
         return [c.strip() for c in self.allow_networks.split(",") if c.strip()]
@@ -305,6 +348,20 @@ class Settings:
 
 
 SETTING_NAMES = tuple(f.name for f in fields(Settings))
+_DOMAIN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a regular expression DuckDB's RE2 takes, or None (also for no pattern)."""
+    if not pattern:
+        return None
+    import duckdb  # only when a pattern is set: the DAG parser reads settings too
+
+    try:
+        duckdb.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
+    except duckdb.Error as e:
+        return str(e).splitlines()[0].removeprefix("Invalid Input Error: ")
+    return None
 
 
 def _coerce(name: str, raw: Any) -> Any:

@@ -25,10 +25,16 @@ def new_state(tmp_path: Path, policy: str, **overrides: object) -> Settings:
     return s
 
 
-def add_urls(con: duckdb.DuckDBPyConnection, urls: list[str], cycle_no: int = 0) -> None:
+def add_urls(con: duckdb.DuckDBPyConnection, urls: list[str], cycle_no: int = 0, contacted: bool = True) -> None:
+    """Frontier URLs found by links; their origins answered a try in cycle ``cycle_no`` unless not ``contacted``
+    (then none of them may take a batch slot before a probe answers)."""
     con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
                 "SELECT u, split_part(u, '/', 3), ?, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + i, "
                 "'link' FROM (SELECT unnest(?) AS u, generate_subscripts(?, 1) AS i)", [cycle_no, urls, urls])
+    if contacted:
+        con.execute("INSERT INTO origin_tries (cycle, origin, host, probe, failures, state) "
+                    "SELECT DISTINCT ?, url_origin(u), split_part(u, '/', 3), true, 0, 'ok' FROM unnest(?) t(u) "
+                    "ON CONFLICT DO NOTHING", [cycle_no, urls])
 
 
 def add_page(con: duckdb.DuckDBPyConnection, url: str, title: str, text: str) -> None:

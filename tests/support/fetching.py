@@ -22,7 +22,8 @@ def settings_for(server: FaultServer, **overrides: object) -> Settings:
 
 
 def run(urls: list[str], settings: Settings, out: Path, state: dict | None = None, **kwargs: object):
-    """Fetch, then read back (log by URL, requests, and the stored state: hosts by name, robots by origin)."""
+    """Fetch, then read back (log by URL, requests, and the stored state: hosts by name, robots and tries by
+    origin)."""
     state = state or {}
     result = fetch_urls(urls, settings, out, hosts=list(state.get("hosts", {}).values()),
                         robots=list(state.get("robots", {}).values()), **kwargs)
@@ -33,7 +34,8 @@ def run(urls: list[str], settings: Settings, out: Path, state: dict | None = Non
     assert all(r["outcome"] in shard_files.OUTCOMES for r in rows)
     requests = pq.read_table(result.requests).to_pylist()
     stored = {"hosts": {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()},
-              "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()}}
+              "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()},
+              "tries": {r["origin"]: r for r in pq.read_table(out / shard_files.ORIGIN_TRIES).to_pylist()}}
     return {r["url"]: r for r in rows}, requests, stored
 
 

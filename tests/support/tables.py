@@ -12,7 +12,8 @@ VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds"),
             "fetch_log": ("started_at", "finished_at", "elapsed_ms"),
             "fetch_requests": ("started_at", "finished_at"),
             "hosts": ("delay", "last_response_ms", "backoff_until", "last_request_at"),
-            "robots": ("fetched_at",), "model_runs": ("created_at",), "dq_results": ("created_at", "examples"),
+            "robots": ("fetched_at",), "origin_tries": ("tried_at",), "model_runs": ("created_at",),
+            "dq_results": ("created_at", "examples"),
             "schema_migrations": ("applied_at",)}
 
 

@@ -142,7 +142,10 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
         no_sitemaps = pl.from_arrow(shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS].empty_table())
         con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
         con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
-        run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host)
+        con.register("s_fetch_log", no_fetches)
+        # every page of the snapshot is judged, whatever scope the crawls are given
+        run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host,
+                scope=Settings().scope_rules())
         refit.refit_link_graph(con, 1)
         ranker.index_pages(con, 1)
         ranker.rank_queries(con, settings, 1, workload["query"].to_list())

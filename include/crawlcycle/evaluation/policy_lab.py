@@ -101,6 +101,14 @@ def aggregate(runs: list[dict[str, dict]], key: str = "pct_of_ideal") -> dict[st
     return out
 
 
+def waste_stats(runs: list[dict[str, dict]], key: str) -> dict[str, Stats | None]:
+    """Per policy, Stats over ``runs`` of the summaries' ``waste`` figure ``key`` from cycle 3 on (``waste_share``,
+    ``unanswered_share``); runs without it are left out."""
+    return {p: Stats.of([v for run in runs if p in run
+                         if (v := run[p].get("waste", {}).get("from_cycle_3", {}).get(key)) is not None])
+            for p in {p for r in runs for p in r}}
+
+
 def mean_seconds(runs: list[dict[str, dict]]) -> dict[str, float]:
     """Each policy's mean seconds per run."""
     return {p: statistics.fmean(run[p]["seconds"] for run in runs if p in run) for p in {p for r in runs for p in r}}
@@ -117,13 +125,15 @@ def _cell(s: Stats | None, runs: int, scale: float, digits: int, spread: str) ->
 def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget:
     % of ideal per judge and budget as ``mean ± sd`` (``spread="range"``: ``min–max``), the reference P_CS
-    at the largest budget and the mean seconds."""
+    at the largest budget, the share of batch slots from cycle 3 on that gave no page and that went to origins that
+    did not answer (in per cent), and the mean seconds."""
     pct, pcs, seconds = aggregate(runs), aggregate(runs, "p_cs"), mean_seconds(runs)
+    wasted, unanswered = waste_stats(runs, "waste_share"), waste_stats(runs, "unanswered_share")
     last = budget_label(BUDGETS[-1])
     short = {"reference": "ref"}
     heads = [f"{short.get(j, j)} {budget_label(b)}" for j in JUDGES for b in BUDGETS]
-    rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | seconds |",
-            "|---" * (len(heads) + 3) + "|"]
+    rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | waste % | unanswered % | seconds |",
+            "|---" * (len(heads) + 5) + "|"]
 
     def order(policy: str) -> float:
         s = pct[policy]["reference"][last]
@@ -132,6 +142,7 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     for p in sorted(pct, key=order):
         cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in JUDGES for b in BUDGETS]
         cells.append(_cell(pcs[p]["reference"][last], len(runs), 1, 2, spread))
+        cells += [_cell(wasted[p], len(runs), 100, 1, spread), _cell(unanswered[p], len(runs), 100, 1, spread)]
         rows.append(f"| {p} | " + " | ".join(cells) + f" | {seconds[p]:.0f} |")
     return rows
 

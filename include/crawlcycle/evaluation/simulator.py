@@ -36,7 +36,8 @@ Outputs per policy (in ``<out>``, or ``<out>/<policy>/`` when several run):
   (``ENGAGEMENT``: needy queries, those with frontier candidates, frontier pages in sketches, the next batch's share
   of URLs with query impact and of priority mass from queries; null where the policy has no such part), and
   ``mean_from_cycle_3``, each figure's mean over the cycles from ``ENGAGEMENT_FROM`` on that have it (null: none),
-  once the first cycles' fits have data to learn from.
+  once the first cycles' fits have data to learn from; and ``waste``, what each cycle's batch slots gave (``WASTE``)
+  with the shares of slots without a page and of slots to origins that did not answer from cycle 3 on (``waste``).
 - ``curve.png``: both impact curves. Several policies also give ``<out>/curves.png``.
 """
 
@@ -62,7 +63,7 @@ from crawlcycle.devtools.warc_server import host_key, serve
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth, ground_truth, stage_queries
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings, with_overrides
-from crawlcycle.ui.report import ENGAGEMENT
+from crawlcycle.ui.report import ENGAGEMENT, WASTE
 
 BUDGETS = (0.01, 0.05, 0.10)
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
@@ -82,11 +83,47 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
         return query(con, "simulator/fetch_order")
 
 
+def cycle_rows(settings: Settings, names: list[str]) -> list[dict]:
+    """Columns ``names`` of every cycle of ``v_cycle_summary``, JSON columns as objects."""
+    with connect(settings, read_only=True) as con:
+        rows = con.sql(f"SELECT cycle, {', '.join(names)} FROM v_cycle_summary ORDER BY cycle").pl().to_dicts()
+    return [{k: json.loads(v) if k in ("slots_failed", "slots_skipped") and v else v for k, v in r.items()}
+            for r in rows]
+
+
+def waste(settings: Settings) -> dict:
+    """What each cycle's batch slots gave (``WASTE``), and from cycle ``ENGAGEMENT_FROM`` on: the share of slots that
+    gave no page (``waste_share``, broken links included), the share that went to origins that did not answer, and
+    the origins probed; with ``urls_gone_unanswered``, frontier URLs given up without ever getting an answer of their
+    own (what a back-off that loses URLs would leave)."""
+    rows = cycle_rows(settings, ["batch_size", *WASTE])
+    late = [r for r in rows if r["cycle"] >= ENGAGEMENT_FROM and r["batch_size"]]
+    slots = sum(r["batch_size"] for r in late)
+    with connect(settings, read_only=True) as con:
+        gone = con.sql("SELECT count(*) FROM frontier f WHERE status = 'gone' AND NOT EXISTS "
+                       "(SELECT 1 FROM fetch_log l WHERE l.url = f.url AND l.status IS NOT NULL)").fetchall()[0][0]
+    return {"cycles": rows, f"from_cycle_{ENGAGEMENT_FROM}": {
+        "slots": slots,
+        "waste_share": round(1 - sum(r["slots_fetched"] for r in late) / slots, 9) if slots else None,
+        "unanswered_share": round(sum(r["slots_unanswered"] for r in late) / slots, 9) if slots else None,
+        "probes": sum(r["probes"] for r in late)}, "urls_gone_unanswered": gone}
+
+
+def waste_line(summary: dict) -> str:
+    """A summary's batch slots from cycle ``ENGAGEMENT_FROM`` on, in one line."""
+    w = summary["waste"]
+    late = w[f"from_cycle_{ENGAGEMENT_FROM}"]
+    if not late["slots"]:
+        return f"no batch slots from cycle {ENGAGEMENT_FROM} on"
+    return (f"{late['slots']} slots from cycle {ENGAGEMENT_FROM} on: waste {100 * late['waste_share']:.1f} %, to "
+            f"origins that did not answer {100 * late['unanswered_share']:.1f} %, {late['probes']} origins probed; "
+            f"{w['urls_gone_unanswered']} URLs given up without an answer")
+
+
 def engagement(settings: Settings) -> dict:
     """Each cycle's engagement figures (``ENGAGEMENT``, from ``v_cycle_summary``) and their means from cycle
     ``ENGAGEMENT_FROM`` on, over the cycles that have each (null: none has)."""
-    with connect(settings, read_only=True) as con:
-        rows = con.sql(f"SELECT cycle, {', '.join(ENGAGEMENT)} FROM v_cycle_summary ORDER BY cycle").pl().to_dicts()
+    rows = cycle_rows(settings, ENGAGEMENT)
     late = [r for r in rows if r["cycle"] >= ENGAGEMENT_FROM]
     means = {}
     for name in ENGAGEMENT:
@@ -200,7 +237,8 @@ def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds
     for k, day in enumerate(days, 1):
         summary = stages.run_cycle(settings, day, progress=lambda m: None)
         spent = time.perf_counter() - t0
-        progress(f"{policy}: cycle {k}/{cycles} done, {summary['fetched']} fetched, {spent:.0f} s; "
+        wasted = "" if summary["waste_share"] is None else f" (waste {100 * summary['waste_share']:.0f} %)"
+        progress(f"{policy}: cycle {k}/{cycles} done, {summary['fetched']} fetched{wasted}, {spent:.0f} s; "
                  f"about {spent / k * (cycles - k):.0f} s left for {policy}")
     return settings
 
@@ -226,6 +264,7 @@ def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, 
                "snapshot_pages": truth.pages.height, "fetched": order.height,
                "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
                "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "engagement": engagement(settings),
+               "waste": waste(settings),
                "seconds": round(seconds, 2)}
     return summary, points
 

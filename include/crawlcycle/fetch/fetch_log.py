@@ -8,14 +8,15 @@ import re
 # Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
 # truncated, still fetched) leave it to the status.
 _ERROR_OUTCOME = {
-    "timeout": "retry_pending", "dns": "retry_pending", "connection": "retry_pending",
+    "timeout": "retry_pending", "dns": "retry_pending", "connection": "retry_pending", "tls": "retry_pending",
     "robots_disallowed": "disallowed",
     "deferred": "deferred",            # fetch_time_limit reached first
     "retry_after": "deferred",         # host backed off by Retry-After beyond max_delay
     "crawl_delay": "deferred",         # origin asks for a Crawl-delay beyond max_delay
     "host_errors": "deferred",         # host_error_limit consecutive errors
-    # robots.txt 5xx or unreachable: nothing of its origin allowed this cycle, retried with back-off like a failure
-    "robots_unavailable": "retry_pending",
+    # robots.txt 5xx or unreachable: nothing of its origin was asked; the origin's back-off (origin_tries) decides
+    # when its URLs take batch slots again, and they keep their attempts
+    "robots_unavailable": "deferred",
     "ssrf_blocked": "gone", "bad_scheme": "gone", "bad_redirect": "gone", "redirect_loop": "gone",
     "too_many_redirects": "gone", "bad_encoding": "gone",
 }

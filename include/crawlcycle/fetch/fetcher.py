@@ -8,12 +8,17 @@ scheme, host, port), fetched when the first URL of that origin comes up unless t
 fetched (or ``/sitemap.xml`` when one names none, setting ``sitemap_fallback``), following sitemap indexes down
 to ``sitemap_max_depth``, under the same politeness.
 
+Origins to probe (never contacted, or due after a back-off) get their robots.txt fetched first, outside the batch,
+under the same politeness. Every origin of the shard's hosts that was tried ends as one row of ``origin_tries``: it
+answered, or the class of why not (robots.txt unreachable or 5xx, DNS, refused or reset connections, TLS, or
+``host_error_limit`` failures in a row on its pages), from which update derives its back-off across cycles.
+
 Output, in the shard folder (names and schemas in ``shard_files``), each file written whole and renamed into
 place, but the journal:
 
 - ``responses.warc.gz``: every request sent and response read (``warc_output``).
 - ``fetch_log`` (rows and outcomes: ``fetch_log``), ``requests``, ``hosts``, ``robots``, ``sitemaps``,
-  ``sitemap_urls`` Parquet files.
+  ``sitemap_urls``, ``origin_tries`` Parquet files.
 - ``politeness.jsonl``: when each host may be asked next, appended as each request ends (``politeness.Journal``);
   a retried fetch reads it and waits out the delay after the last request of the attempt that died.
 """
@@ -42,7 +47,8 @@ from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
 
 _REDIRECTS = (301, 302, 303, 307, 308)
-_TRANSIENT = ("timeout", "connection", "dns")
+_TRANSIENT = ("timeout", "connection", "dns", "tls")
+_UNREACHABLE = ("dns", "ssrf_blocked")  # the host's address: no origin of the host can answer
 _ROBOTS_REDIRECTS = 5  # RFC 9309: follow at least five
 
 
@@ -60,8 +66,9 @@ class FetchResult:
 
 def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[dict] | None = None,
                robots: list[dict] | None = None, getaddrinfo: GetAddrInfo = socket.getaddrinfo,
-               journal_synced: Callable[[], None] | None = None) -> FetchResult:
-    """Fetch ``urls`` (canonical, absolute; every URL of a host in this one call) into ``out_dir``.
+               journal_synced: Callable[[], None] | None = None, probes: list[str] | None = None) -> FetchResult:
+    """Fetch ``urls`` (canonical, absolute; every URL of a host in this one call) into ``out_dir``, after the
+    robots.txt of each origin in ``probes`` (``scheme://host[:port]``; every origin of a host in this one call).
 
     ``hosts`` and ``robots`` are the stored rows of the ``hosts`` and ``robots`` tables: a robots.txt younger than
     ``robots_ttl`` is not fetched again, a Retry-After back-off still running defers the host, and the first
@@ -83,11 +90,17 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
             by_host.setdefault(host, []).append(url)
         else:
             rows[url] = finish(new_row(url, host_of(url), error_class="bad_scheme"))
+    probes_of: dict[str, list[str]] = {}
+    for origin in dict.fromkeys(probes or []):
+        host = _fetchable_host(origin)
+        if host:
+            probes_of.setdefault(host, []).append(origin)
+            by_host.setdefault(host, [])
     journal_path = out_dir / shard_files.POLITENESS_JOURNAL
     not_before = read_journal(journal_path)  # an earlier attempt of this fetch that did not finish
     warc_path = out_dir / shard_files.WARC
     outputs: dict[str, list[dict]] = {shard_files.HOSTS: [], shard_files.ROBOTS: [], shard_files.SITEMAPS: [],
-                                      shard_files.SITEMAP_URLS: []}
+                                      shard_files.SITEMAP_URLS: [], shard_files.ORIGIN_TRIES: []}
     journal = Journal(journal_path, journal_synced)
     try:
         with warc_output(warc_path, settings) as warc:
@@ -96,7 +109,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
             runs = [_HostRun(shard, h, cached.get(h, {}), cached_robots.get(h, {}), not_before.get(h))
                     for h in sorted(by_host, key=lambda h: (-len(by_host[h]), h))]
             with ThreadPoolExecutor(max(1, min(settings.fetch_concurrency, len(runs))), "fetch") as pool:
-                jobs = [pool.submit(run.crawl, by_host[run.host]) for run in runs]
+                jobs = [pool.submit(run.crawl, by_host[run.host], probes_of.get(run.host, [])) for run in runs]
                 shard.go.set()  # all workers exist: starting them is not slowed down by the first requests
                 for job in jobs:
                     url_rows, run_outputs = job.result()
@@ -188,7 +201,7 @@ class _HostRun:
             self.pol.not_before(self.last_request_at + cached["delay"])
         self.stop: str | None = None           # error class of every URL not fetched from here on
         self.errors = 0                         # consecutive errors in this call
-        self.carried_errors = cached.get("errors") or 0
+        self.errors_before = self.carried_errors = cached.get("errors") or 0
         self.backoff_until = cached.get("backoff_until")
         if not_before is not None:
             if not_before > time.time() + self.settings.max_delay:  # a Retry-After back-off
@@ -201,10 +214,15 @@ class _HostRun:
         self.origins: dict[str, _Origin] = {}
         self.sitemaps = _Sitemaps()
         self.sitemap_queue: list[tuple[str, str]] = []  # (location as written, the URL it was found at)
+        # per origin of this host: when its last request ended, and its failure class (None: it answered)
+        self.last_try: dict[str, tuple[float, str | None]] = {}
 
-    def crawl(self, urls: list[str]) -> tuple[list[dict], dict[str, list[dict]]]:
+    def crawl(self, urls: list[str], probes: list[str]) -> tuple[list[dict], dict[str, list[dict]]]:
         self.shard.go.wait()
         try:
+            for origin in probes:
+                if self.stop is None:
+                    self._origin(origin, probe=True)
             rows = [self._visit(url) for url in urls]
             self._read_sitemaps()
         finally:
@@ -212,15 +230,36 @@ class _HostRun:
         last = self.pol.last_response
         host_row = {"host": self.host, "crawl_delay": self.pol.crawl_delay, "delay": self.pol.delay,
                     "last_response_ms": None if last is None else last * 1000.0,
-                    "errors": self.carried_errors + self.errors, "backoff_until": self.backoff_until,
+                    "errors": self.carried_errors + self.errors, "errors_before": self.errors_before,
+                    "backoff_until": self.backoff_until,
                     "last_request_at": self.pol.last_finished or self.last_request_at}
+        batch_origins = {origin_of(url) for url in urls}
         return rows, {shard_files.HOSTS: [host_row],
                       shard_files.ROBOTS: [o.row for o in self.origins.values()],
-                      shard_files.SITEMAPS: self.sitemaps.files, shard_files.SITEMAP_URLS: self.sitemaps.urls}
+                      shard_files.SITEMAPS: self.sitemaps.files, shard_files.SITEMAP_URLS: self.sitemaps.urls,
+                      shard_files.ORIGIN_TRIES: self._origin_tries(batch_origins)}
+
+    def _origin_tries(self, batch_origins: set[str]) -> list[dict]:
+        """One row per origin of this host that was tried: whether it answered, or the class of why not. An origin
+        did not answer when its robots.txt could not be read, when the host had no usable address, or when the run
+        stopped after ``host_error_limit`` failures in a row and its last request was one of them."""
+        out = []
+        for origin, (tried_at, error) in sorted(self.last_try.items()):
+            state = self.origins.get(origin)
+            if state is not None and state.stop == "robots_unavailable":
+                status = state.row["status"]
+                error = "robots_server_error" if status is not None and status >= 500 else error
+            elif not (self.stop in _UNREACHABLE or self.stop == "host_errors"):
+                error = None
+            out.append({"origin": origin, "host": self.host, "probe": origin not in batch_origins,
+                        "tried_at": tried_at, "error_class": error})
+        return out
 
     def _visit(self, url: str) -> dict:
         origin = self._origin(origin_of(url)) if self.stop is None else None
         stop = self.stop or (origin.stop if origin else None)
+        if stop in _UNREACHABLE:  # no origin of the host can answer: this one did not either
+            self.last_try.setdefault(origin_of(url), (time.time(), stop))
         if stop is not None:
             return finish(new_row(url, self.host, error_class=stop))
         if not origin.allowed(url):  # type: ignore[union-attr]
@@ -245,6 +284,9 @@ class _HostRun:
         self.shard.record(ex)
         if ex.contacted:
             self.pol.record(ex.started, ex.finished)
+        if host_of(url) == self.host:  # a robots.txt redirected to another host is that host's origin
+            failure = ex.error or ("server_error" if (ex.status or 0) >= 500 else None)
+            self.last_try[origin_of(url)] = (ex.finished, failure)
         if ex.error in _TRANSIENT or (ex.status or 0) >= 500 or ex.status == 429:
             self.errors += 1
             if self.errors >= self.settings.host_error_limit:
@@ -274,9 +316,9 @@ class _HostRun:
             url = target
         return ex
 
-    def _origin(self, origin: str) -> _Origin:
-        """robots.txt of ``origin``: stored within robots_ttl, else fetched now. A host-wide stop met while
-        fetching it (time limit, SSRF guard, too many errors) leaves the origin unknown."""
+    def _origin(self, origin: str, probe: bool = False) -> _Origin:
+        """robots.txt of ``origin``: stored within robots_ttl (not for a ``probe``), else fetched now. A host-wide
+        stop met while fetching it (time limit, SSRF guard, too many errors) leaves the origin unknown."""
         if origin in self.origins:
             return self.origins[origin]
         s = self.settings
@@ -284,7 +326,7 @@ class _HostRun:
         state = _Origin({"origin": origin, "host": self.host, "status": cached.get("status"),
                          "fetched_at": cached.get("fetched_at"), "robots_txt": cached.get("robots_txt")})
         row = state.row
-        fresh = row["fetched_at"] is not None and time.time() - row["fetched_at"] < s.robots_ttl and \
+        fresh = not probe and row["fetched_at"] is not None and time.time() - row["fetched_at"] < s.robots_ttl and \
             row["status"] is not None and row["status"] < 500
         if not fresh:
             fetched_at = time.time()

@@ -243,6 +243,8 @@ class Client:
             ex.error = "timeout"
         except zlib.error:
             ex.error = "bad_encoding"
+        except ssl.SSLError:  # before OSError, of which it is one: a failed handshake is not a refused connection
+            ex.error = "tls"
         except (OSError, http.client.HTTPException):
             ex.error = "connection"
         finally:

@@ -21,6 +21,7 @@ import polars as pl
 from crawlcycle.db import query, run_sql
 from crawlcycle.models import score_model
 from crawlcycle.models.improvability import latest_fit
+from crawlcycle.ordering import registry
 from crawlcycle.ranking import evidence_index, ngram_index
 from crawlcycle.settings import Settings
 
@@ -81,7 +82,7 @@ def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ra
               keep: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts; and the
     candidates of the queries checked (see :func:`_matched`)."""
-    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+    registry.stage_eligible(con, settings, cycle)
     run_sql(con, "impact/frontier_scope")
     checked: list[pl.DataFrame] = []
     rows: list[pl.DataFrame] = []

@@ -28,10 +28,15 @@ def stage_function(entry: Policy) -> Stage | None:
     return getattr(importlib.import_module(module), name)
 
 
+def stage_eligible(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
+    """The temp table ``eligible``: frontier URLs that may enter batch ``cycle + 1`` (open, due, in scope)."""
+    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1, scope=settings.scope_rules())
+
+
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
     """Replace the scores of cycle ``cycle`` (which choose batch ``cycle + 1``); return URLs scored."""
     entry = policy(settings.policy)
-    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1)
+    stage_eligible(con, settings, cycle)
     stage = stage_function(entry)
     params = stage(con, settings, cycle) if stage else {}
     con.execute("DELETE FROM frontier_scores WHERE cycle = ?", [cycle])

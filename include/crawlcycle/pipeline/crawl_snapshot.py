@@ -6,7 +6,8 @@ close stage calls :func:`export_snapshot`, which writes the tables the page show
 that a reader sees the previous snapshot or the new one, never part of one.
 
 ``snapshot.json``: ``{"cycle": N, "exported_at": ISO time, "tables": {name: [row, ...]}}`` with one entry per
-name in :data:`TABLES`; JSON columns (``parts``, ``metrics``, ``stage_seconds``) are objects.
+name in :data:`TABLES`; JSON columns (``parts``, ``metrics``, ``stage_seconds``, ``slots_failed``,
+``slots_skipped``) are objects.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from crawlcycle.db import query
 from crawlcycle.pipeline.shard_files import replacing
 from crawlcycle.settings import Settings
 
-TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "model_runs")
-_JSON_COLUMNS = ("parts", "metrics", "stage_seconds")
+TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "origins_held",
+          "model_runs")
+_JSON_COLUMNS = ("parts", "metrics", "stage_seconds", "slots_failed", "slots_skipped")
 
 
 def snapshot_path(settings: Settings) -> Path:

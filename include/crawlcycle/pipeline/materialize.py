@@ -1,11 +1,12 @@
-"""Choose the next batch: top-c by priority, at most ``per_host_cap`` per host, robots-allowed only."""
+"""Choose the next batch: top-c by priority, at most ``per_host_cap`` per host, robots-allowed only, from origins
+that answered their latest try; and the origins whose robots.txt the next fetch probes outside the batch."""
 
 from __future__ import annotations
 
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import fetch_rows, query, run_sql
 from crawlcycle.fetch.robots import StoredRobots
 from crawlcycle.settings import Settings
 
@@ -23,8 +24,13 @@ def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.D
 
 
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
-    """Write ``batches`` for cycle ``cycle + 1`` from the scores of cycle ``cycle``; return the batch."""
-    cand = query(con, "stages/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap)
+    """Write ``batches`` and ``probes`` for cycle ``cycle + 1`` from the scores of cycle ``cycle``; return the
+    batch."""
+    untested = fetch_rows(con, "stages/untested_slots", batch_size=settings.batch_size)[0][0]
+    con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
+    cand = query(con, "stages/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap,
+                 max_delay=settings.max_delay, obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
+                 new_path_slots=settings.new_path_slots)
     allowed = robots_filter(con, settings, cand)
     blocked = cand.filter(~allowed)
     if blocked.height:
@@ -32,7 +38,7 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
         run_sql(con, "stages/disallow_blocked", cycle=cycle)
         con.unregister("s_blocked")
     batch = (cand.filter(allowed)
-             .sort(["priority", "url"], descending=[True, False])
+             .sort(["overflow", "priority", "url"], descending=[False, True, False])
              .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap)
              .head(settings.batch_size)
              .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
@@ -41,4 +47,5 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     con.execute("INSERT INTO batches SELECT ?, url, host, rank, ?, priority, parts FROM s_batch",
                 [cycle + 1, settings.policy])
     con.unregister("s_batch")
+    run_sql(con, "stages/choose_probes", cycle=cycle, origin_probes=settings.origin_probes)
     return batch

@@ -2,7 +2,8 @@
 
 A shard folder (``<data_dir>/cycles/<cycle>/shard-<k>/`` or under ``shard_storage``) holds, written by:
 
-- plan_shards: ``urls.parquet`` (the shard's batch URLs), ``hosts_in.parquet`` and ``robots_in.parquet`` (the
+- plan_shards: ``urls.parquet`` (the shard's batch URLs), ``probes.parquet`` (origins whose robots.txt is fetched
+  outside the batch, before any of their URLs may take a slot), ``hosts_in.parquet`` and ``robots_in.parquet`` (the
   stored politeness and robots state of its hosts and their origins);
 - fetch: ``responses.warc.gz`` and the Parquet files of ``FETCH_OUTPUTS``, plus ``politeness.jsonl``, appended
   while the fetch runs, so that a retried task waits out the delay after the last request of the one that died;
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 URLS = "urls.parquet"
+PROBES = "probes.parquet"
 HOSTS_IN = "hosts_in.parquet"
 ROBOTS_IN = "robots_in.parquet"
 WARC = "responses.warc.gz"
@@ -34,6 +36,7 @@ HOSTS = "hosts.parquet"
 ROBOTS = "robots.parquet"
 SITEMAPS = "sitemaps.parquet"
 SITEMAP_URLS = "sitemap_urls.parquet"
+ORIGIN_TRIES = "origin_tries.parquet"
 PAGES = "pages.parquet"
 LINKS = "links.parquet"
 REJECTS = "rejects.parquet"
@@ -58,8 +61,8 @@ FETCH_OUTPUTS = {
     # Politeness state per host, fed back as the ``hosts`` table.
     HOSTS: pa.schema([
         ("host", pa.string()), ("crawl_delay", pa.float64()), ("delay", pa.float64()),
-        ("last_response_ms", pa.float64()), ("errors", pa.int32()), ("backoff_until", pa.float64()),
-        ("last_request_at", pa.float64())]),
+        ("last_response_ms", pa.float64()), ("errors", pa.int32()), ("errors_before", pa.int32()),
+        ("backoff_until", pa.float64()), ("last_request_at", pa.float64())]),
     # robots.txt per origin the shard met, fed back as the ``robots`` table.
     ROBOTS: pa.schema([
         ("origin", pa.string()), ("host", pa.string()), ("status", pa.int32()), ("fetched_at", pa.float64()),
@@ -70,6 +73,11 @@ FETCH_OUTPUTS = {
         ("kind", pa.string()), ("entries", pa.int32()), ("admitted", pa.int32()), ("reason", pa.string())]),
     # URLs listed by sitemaps: canonical when admitted (``reason`` null), as written when refused.
     SITEMAP_URLS: pa.schema([("sitemap", pa.string()), ("url", pa.string()), ("reason", pa.string())]),
+    # One row per origin of the shard's hosts that was tried (a probe, or batch URLs): whether it answered
+    # (``error_class`` null) or why not; update turns the rows into the origin's back-off (``origin_tries``).
+    ORIGIN_TRIES: pa.schema([
+        ("origin", pa.string()), ("host", pa.string()), ("probe", pa.bool_()), ("tried_at", pa.float64()),
+        ("error_class", pa.string())]),
 }
 
 PARSE_OUTPUTS = {

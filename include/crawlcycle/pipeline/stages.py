@@ -86,8 +86,8 @@ def init(settings: Settings) -> dict[str, int]:
                             f"first, line {first['line']}: {first['url']!r} ({first['reason']})")
     with connect(settings) as con:
         applied = migrate(con)
-        return {"migrations": len(applied), "seeds": admit_seeds(con, seeds_rows, rejects, str(seeds)),
-                "rejected": len(rejects)}
+        admitted, out_of_scope = admit_seeds(con, settings, seeds_rows, rejects, str(seeds))
+        return {"migrations": len(applied), "seeds": admitted, "rejected": len(rejects) + out_of_scope}
 
 
 def seed_urls(settings: Settings, lines: list[str]) -> tuple[list[dict], list[dict]]:
@@ -108,19 +108,29 @@ def seed_urls(settings: Settings, lines: list[str]) -> tuple[list[dict], list[di
     return rows, rejects
 
 
-def admit_seeds(con: duckdb.DuckDBPyConnection, rows: list[dict], rejects: list[dict], source: str) -> int:
-    """Admit the seed rows the frontier does not know yet and record the rejected lines of ``source`` (replacing
-    those of an earlier init); return the URLs admitted."""
+def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[dict], rejects: list[dict],
+                source: str) -> tuple[int, int]:
+    """Admit the seed rows the frontier does not know yet and the crawl scope admits, and record the rejected lines
+    of ``source`` (replacing those of an earlier init); return (URLs admitted, seeds out of scope). SettingsError,
+    before anything is written, when the scope refuses every seed."""
     before = scalar(con, "SELECT count(*) FROM frontier")
+    scope = {**settings.scope_rules(), "follow_external": True}  # a seed's host is a seed host
     con.register("s_seeds", pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}))
     con.register("s_seed_rejects", pl.DataFrame(rejects, schema={"line": pl.Int64, "url": pl.String,
                                                                  "reason": pl.String}))
     try:
-        run_sql(con, "stages/admit_seeds", source=source)
+        out_of_scope = scalar(con, "SELECT count(*) FROM s_seeds WHERE scope_reason(url, host, 0, $scope) IS NOT NULL",
+                              {"scope": scope})
+        if rows and out_of_scope == len(rows):
+            first = scalar(con, "SELECT url || ' (' || scope_reason(url, host, 0, $scope) || ')' FROM s_seeds "
+                                "ORDER BY seq LIMIT 1", {"scope": scope})
+            raise SettingsError(f"setting seeds_file: {source} holds no seed URL inside the crawl scope "
+                                f"(allowed_domains, denied_domains, url_include, url_exclude); first: {first}")
+        run_sql(con, "stages/admit_seeds", source=source, scope=scope)
     finally:
         con.unregister("s_seeds")
         con.unregister("s_seed_rejects")
-    return scalar(con, "SELECT count(*) FROM frontier") - before
+    return scalar(con, "SELECT count(*) FROM frontier") - before, out_of_scope
 
 
 def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
@@ -157,19 +167,30 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
 
 
 def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
-    """Split batch ``cycle`` by host into shard folders (URLs and cached host state); return their locations."""
+    """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, probes and cached host
+    state); return their locations."""
     batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
-    hosts = con.sql("SELECT * FROM hosts").pl()
+    probes = con.sql("SELECT origin, host FROM probes WHERE cycle = ? ORDER BY best_priority DESC, origin",
+                     params=[cycle]).pl()
+    # a replay of the cycle starts from the errors in a row the host had before the cycle's first run
+    hosts = con.sql("SELECT * REPLACE (CASE WHEN updated_cycle >= ? THEN errors_before ELSE errors END AS errors) "
+                    "FROM hosts", params=[cycle]).pl()
     robots = con.sql("SELECT * FROM robots").pl()
     shard_storage.clear(shard_storage.cycle_location(settings, cycle))
+
+    def by_shard(frame: pl.DataFrame) -> pl.DataFrame:
+        return frame.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
+                                                                    return_dtype=pl.Int64))
+
+    batch, probes = by_shard(batch), by_shard(probes)
     out = []
-    batch = batch.with_columns(shard=pl.col("host").map_elements(lambda h: shard_of(h, settings.shards),
-                                                                 return_dtype=pl.Int64))
-    for (k,), part in batch.group_by("shard", maintain_order=True):
+    for k in sorted(set(batch["shard"]) | set(probes["shard"])):
         location = shard_storage.shard_location(settings, cycle, k)
         with shard_storage.local_shard(location) as d:
-            in_shard = pl.col("host").is_in(part["host"].unique().implode())
-            part.drop("shard").write_parquet(d / shard_files.URLS)
+            urls, origins = batch.filter(pl.col("shard") == k), probes.filter(pl.col("shard") == k)
+            in_shard = pl.col("host").is_in(pl.concat([urls["host"], origins["host"]]).unique().implode())
+            urls.drop("shard").write_parquet(d / shard_files.URLS)
+            origins.drop("shard").write_parquet(d / shard_files.PROBES)
             hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
             robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
         out.append(location)
@@ -191,12 +212,13 @@ def fetch(settings: Settings, shard_dir: str) -> str:
 
     with shard_storage.local_shard(shard_dir) as d:
         urls = pl.read_parquet(d / shard_files.URLS)["url"].to_list()
+        probes = pl.read_parquet(d / shard_files.PROBES)["origin"].to_list()
         hosts = pl.read_parquet(d / shard_files.HOSTS_IN).to_dicts()
         robots = pl.read_parquet(d / shard_files.ROBOTS_IN).to_dicts()
         # The politeness journal is stored as it grows, so that a retry elsewhere finds it.
         synced = shard_storage.storing(shard_dir, d / shard_files.POLITENESS_JOURNAL)
         _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts, robots=robots,
-                                                   journal_synced=synced))
+                                                   journal_synced=synced, probes=probes))
     return shard_dir
 
 

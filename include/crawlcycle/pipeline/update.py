@@ -22,8 +22,8 @@ PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description",
                 "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
 
 # The temp tables and macro the merge stages, dropped when it ends.
-_STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_sitemap_urls", "s_pages",
-           "s_redirects", "s_found_links", "s_links", "s_new", "s_rejects")
+_STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_sitemap_urls", "s_origin_tries",
+           "s_pages", "s_redirects", "s_found_links", "s_links", "s_new", "s_rejects")
 
 
 def shard_index(shard_dir: Path) -> int:
@@ -78,11 +78,14 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                       "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
                       "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
         if counts["fetch_rows"]:
-            run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit)
+            run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit,
+                    origin_retry_cycles=settings.origin_retry_cycles, origin_park_after=settings.origin_park_after,
+                    origin_park_cycles=settings.origin_park_cycles, path_refusals=settings.path_refusals)
             fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
             con.register("s_duplicates", fetched.select("file_index", "row_index", "duplicate_of", "exact_copy"))
             run_sql(con, "stages/stage_parse_files", **files)
-            run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host)
+            run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
+                    scope=settings.scope_rules())
         run_sql(con, "stages/cycle_figures", cycle=cycle)
         con.execute("COMMIT")
     except BaseException:

@@ -146,6 +146,47 @@ def _cycles_plot(cycles: list[dict], errors: list[dict]) -> str:
     return _figure("plot-cycles", "URLs fetched, new and failed per cycle; errors by class", draw, axes=2)
 
 
+def slot_counts(cycles: list[dict]) -> dict[str, dict[int, int]]:
+    """What each cycle's batch slots gave, by kind: ``page``, ``failed: <class>`` and ``not tried: <reason>`` ->
+    cycle -> slots (cycles without figures left out)."""
+    out: dict[str, dict[int, int]] = {}
+    for c in cycles:
+        if c.get("slots_fetched") is None:
+            continue
+        out.setdefault("page", {})[c["cycle"]] = c["slots_fetched"]
+        for kind, column in (("failed", "slots_failed"), ("not tried", "slots_skipped")):
+            for cls, n in (c[column] or {}).items():
+                out.setdefault(f"{kind}: {cls}", {})[c["cycle"]] = n
+    return out
+
+
+def _slots_plot(cycles: list[dict]) -> str:
+    from matplotlib.ticker import MaxNLocator
+
+    counts = slot_counts(cycles)
+
+    def draw(axes: list) -> None:
+        ax = axes[0]
+        xs = sorted({x for by_cycle in counts.values() for x in by_cycle})
+        bottom = dict.fromkeys(xs, 0)
+        for kind, by_cycle in counts.items():
+            heights = [by_cycle.get(x, 0) for x in xs]
+            ax.bar(xs, heights, bottom=[bottom[x] for x in xs], label=kind,
+                   color="#2f855a" if kind == "page" else None)
+            for x, h in zip(xs, heights, strict=True):
+                bottom[x] += h
+        ax.set_xlabel("cycle")
+        ax.set_ylabel("batch slots")
+        ax.set_xticks(xs)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        if counts:
+            ax.legend(fontsize=7)
+
+    return _figure("plot-slots", "What each cycle's batch slots gave: a page, a try without one (by class), or no "
+                                 "try (by reason)", draw)
+
+
 def _curves_plot(sim: Simulation) -> str:
     def draw(axes: list) -> None:
         ax = axes[0]
@@ -200,6 +241,14 @@ _ENGAGEMENT_COLUMNS = [("cycle", "cycle"), ("policy", "policy"), ("needy_queries
                        ("sketch_frontier_pages", "frontier pages in sketches"),
                        ("batch_query_share", "next batch: % of URLs with query impact"),
                        ("batch_query_mass", "next batch: % of priority from queries")]
+_SLOT_COLUMNS = [("cycle", "cycle"), ("batch_size", "slots"), ("slots_fetched", "pages"),
+                 ("slots_failed", "without a page"), ("slots_skipped", "not tried"),
+                 ("slots_unanswered", "to origins that did not answer"), ("waste_share", "waste %"),
+                 ("probes", "origins probed"), ("untested_slots", "next batch: slots for origins without a page")]
+_HELD_COLUMNS = [("origin", "origin"), ("state", "state"), ("failures", "failures in a row"),
+                 ("last_error", "last error"), ("last_tried_cycle", "last tried (cycle)"),
+                 ("last_tried_at", "last tried at"), ("next_try_cycle", "tried again in cycle"),
+                 ("waiting_urls", "URLs waiting")]
 _HOST_COLUMNS = [("host", "host"), ("robots", "robots.txt per origin"), ("crawl_delay", "crawl-delay"),
                  ("delay", "delay s"), ("last_response_ms", "last ms"), ("consecutive_errors", "errors in a row"),
                  ("backoff_until", "backed off until"), ("fetches", "fetches"), ("errors", "errors"),
@@ -242,6 +291,12 @@ def render(snapshot: dict | None, simulation: Simulation | None) -> str:
             f"<style>{_STYLE}</style></head><body>{''.join(parts)}</body></html>")
 
 
+def slots_row(c: dict) -> dict:
+    """A cycle's batch-slot figures as the page shows them: the waste share in per cent (one decimal)."""
+    return {**{k: c.get(k) for k, _ in _SLOT_COLUMNS},
+            "waste_share": None if c.get("waste_share") is None else round(100 * c["waste_share"], 1)}
+
+
 def engagement_row(c: dict) -> dict:
     """A cycle's engagement figures as the page shows them: shares in per cent (one decimal)."""
     pct = {k: None if c.get(k) is None else round(100 * c[k], 1) for k in ("batch_query_share", "batch_query_mass")}
@@ -257,8 +312,10 @@ def _crawl_sections(snapshot: dict) -> list[str]:
     cards = [("fetched", "fetched", latest.get("fetched")), ("errors", "errors", latest.get("errors")),
              ("new_urls", "new URLs", latest.get("new_urls")), ("pages_total", "pages", latest.get("pages_total")),
              ("frontier_open", "frontier open", latest.get("frontier_open")),
-             ("next_batch", "next batch", latest.get("next_batch")), ("gates", "gate checks passed",
-                                                                     f"{passed}/{checks}")]
+             ("next_batch", "next batch", latest.get("next_batch")),
+             ("waste", "slots without a page", None if latest.get("waste_share") is None
+              else f"{100 * latest['waste_share']:.1f} %"),
+             ("gates", "gate checks passed", f"{passed}/{checks}")]
     card_html = "".join(f'<div class="card{" bad" if key == "gates" and passed < checks else ""}" data-card="{key}">'
                         f"{html.escape(label)}<b>{html.escape(fmt(value))}</b></div>" for key, label, value in cards)
     out = [f'<p id="as-of">Cycle <b>{cycle}</b> ({html.escape(str(latest.get("interval_start", "")))}, policy '
@@ -266,6 +323,12 @@ def _crawl_sections(snapshot: dict) -> list[str]:
            f'<div class="cards" id="latest">{card_html}</div>',
            "<h2>Cycles</h2>", _cycles_plot(t["cycles"], t["fetch_errors"]),
            _table("cycles", _CYCLE_COLUMNS, t["cycles"], key="cycle"),
+           "<h3>Batch slots</h3><p>What each cycle's batch slots gave: a page, a try without one (by class: the "
+           "fetch's error class, http_4xx, http_5xx, redirect to another host), or no try (by reason: politeness or "
+           "robots.txt); the slots that went to origins that did not answer, the share without a page (waste), and "
+           "the origins whose robots.txt was fetched outside the batch (probes).</p>",
+           _slots_plot(t["cycles"]),
+           _table("slots", _SLOT_COLUMNS, [slots_row(c) for c in t["cycles"]], key="cycle"),
            "<h3>Query engagement</h3><p>Whether the query-driven part of each cycle's policy engaged: its needy "
            "queries, those with frontier candidates when they were chosen, the frontier pages their sketches hold, "
            "and in the batch the cycle chose the URLs with query-based impact and the priority that came from "
@@ -294,6 +357,10 @@ def _crawl_sections(snapshot: dict) -> list[str]:
                                      ("improvability", "improvability"), ("neediness", "neediness")],
                    t["needy_queries"], key="rank"),
             "<h2>Hosts</h2>", '<div class="scroll">', _table("hosts", _HOST_COLUMNS, t["hosts"], key="host"), "</div>",
+            "<h3>Origins held out of the batches</h3><p>Origins that did not answer (or answered without a page): "
+            "their URLs stay in the frontier and take no batch slot until a probe in the cycle named answers.</p>",
+            '<div class="scroll">', _table("origins-held", _HELD_COLUMNS, t["origins_held"], key="origin"),
+            "</div>",
             "<h2>Model fits</h2>"]
     series = fit_series(t["model_runs"])
     if series:

@@ -15,6 +15,28 @@ COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched
 # Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; README, "cycles").
 ENGAGEMENT = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
               "batch_query_mass"]
+HEAD_ROWS = 10  # rows of the needy queries, the next batch and the held origins shown
+# What the batch's slots gave (v_cycle_summary; README, "Waste").
+WASTE = ["slots_fetched", "slots_failed", "slots_skipped", "slots_unanswered", "waste_share", "probes",
+         "untested_slots"]
+
+
+def waste_text(row: dict) -> str:
+    """A cycle's batch slots in words: pages, tries without a page and slots not tried, by class."""
+    if row["slots_fetched"] is None:
+        return "–"
+    failed, skipped = (json.loads(row[k]) if isinstance(row[k], str) else row[k] or {}
+                       for k in ("slots_failed", "slots_skipped"))
+
+    def counted(counts: dict[str, int], what: str) -> str:
+        by_class = f" ({', '.join(f'{k} {n}' for k, n in counts.items())})" if counts else ""
+        return f"{sum(counts.values())} {what}{by_class}"
+
+    waste = "–" if row["waste_share"] is None else f"{100 * row['waste_share']:.1f} %"  # an empty batch has none
+    return (f"{row['batch_size']} slots: {row['slots_fetched']} pages, {counted(failed, 'without a page')}, "
+            f"{counted(skipped, 'not tried')}; {row['slots_unanswered']} to origins that did not answer; "
+            f"waste {waste}; {row['probes']} origins probed outside the batch; the batch it chose: at most "
+            f"{row['untested_slots']} slots for origins that gave no page yet")
 
 
 def engagement_text(row: dict) -> str:
@@ -47,7 +69,7 @@ def cycle_summary(settings: Settings) -> pl.DataFrame:
     parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
     timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
     gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
-    return summary.select(COLUMNS + ENGAGEMENT).with_columns(
+    return summary.select(COLUMNS + WASTE + ENGAGEMENT).with_columns(
         stage_seconds=pl.Series(timing, dtype=pl.String), gates=pl.Series(gates, dtype=pl.String),
         run_id=stages["run_id"], stage_json=stages["stage_seconds"])
 
@@ -70,12 +92,14 @@ def task_table(run: task_overhead.CycleOverhead) -> pl.DataFrame:
     return tasks.rename({"startup": "start_up", "own": "stage"})
 
 
-def steering(settings: Settings, rows: int = 10) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The latest cycle's most needy queries, and the head of the next batch with why each URL is in it."""
+def steering(settings: Settings, rows: int = HEAD_ROWS) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """The latest cycle's most needy queries, the head of the next batch with why each URL is in it, and every origin
+    held out of the batches (the most waiting URLs first)."""
     with connect(settings, read_only=True) as con:
         needy = query(con, "report/needy_queries", rows=rows)
         batch = query(con, "report/batch", rows=rows)
-    return needy, batch
+        held = con.sql("SELECT * FROM v_origins_held").pl()
+    return needy, batch, held
 
 
 def print_report(settings: Settings, airflow_metadata: str | None = None) -> None:
@@ -85,11 +109,11 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
     if df.is_empty():
         print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
         return
-    needy, batch = steering(settings)
+    needy, batch, held = steering(settings)
     runs, no_airflow = airflow_runs(df, airflow_metadata)
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
                    tbl_hide_column_data_types=True, fmt_str_lengths=80):
-        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *ENGAGEMENT))
+        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT))
         if no_airflow:
             print(no_airflow)
         for row in df.iter_rows(named=True):
@@ -98,6 +122,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
             if not no_airflow:
                 run = runs.get(row["cycle"])
                 print(f"cycle {row['cycle']} Airflow overhead: " + (run.line() if run else NOT_AIRFLOW))
+            print(f"cycle {row['cycle']} batch slots: {waste_text(row)}")
             print(f"cycle {row['cycle']} query engagement ({row['policy']}): {engagement_text(row)}")
         if runs:
             print(f"Airflow tasks of cycle {max(runs)}, seconds (start_up: process fork, DAG parse, imports, "
@@ -107,3 +132,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
         print(needy)
         print("head of the next batch and why (v_batch_explain):")
         print(batch)
+        if held.height:
+            print(f"origins held out of the batches until a probe answers (v_origins_held; {held.height} in all, "
+                  f"the {min(held.height, HEAD_ROWS)} with the most waiting URLs):")
+            print(held.head(HEAD_ROWS))

@@ -6,3 +6,40 @@ UPDATE cycles SET
     new_urls = (SELECT count(*) FROM frontier WHERE first_seen_cycle = $cycle),
     pages_total = (SELECT count(*) FROM pages)
 WHERE cycle = $cycle;
+-- What the batch's slots gave: a page (2xx, also after same-host redirects), a try without a page (by class: the
+-- fetch's error class, http_4xx / http_5xx, or redirect when the target is another host's), or no try at all (by
+-- reason: politeness and robots rules the fetch met); the slots of origins that did not answer this cycle; and the
+-- origins probed outside the batch. waste_share is the share of slots without a page, rounded so replays compare.
+UPDATE cycles SET
+    slots_fetched = w.fetched,
+    slots_failed = w.failed,
+    slots_skipped = w.skipped,
+    slots_unanswered = (SELECT count(*) FROM fetch_log l
+                        JOIN origin_tries t ON t.cycle = l.cycle AND t.origin = url_origin(l.url)
+                        WHERE l.cycle = $cycle AND t.error_class <> 'no_pages'),
+    waste_share = round(1 - w.fetched / nullif(w.slots, 0), 9),
+    probes = (SELECT count(*) FROM origin_tries WHERE cycle = $cycle AND probe)
+FROM (
+    SELECT coalesce(sum(n), 0) AS slots,
+           coalesce(sum(n) FILTER (WHERE kind = 'fetched'), 0) AS fetched,
+           coalesce(to_json(map_from_entries(list((class, n) ORDER BY class) FILTER (WHERE kind = 'failed'))),
+                    '{}') AS failed,
+           coalesce(to_json(map_from_entries(list((class, n) ORDER BY class) FILTER (WHERE kind = 'skipped'))),
+                    '{}') AS skipped
+    FROM (
+        SELECT kind, class, count(*) AS n
+        FROM (
+            SELECT CASE WHEN status BETWEEN 200 AND 299 THEN 'fetched'
+                        -- not asked: politeness (time limit, Retry-After, Crawl-delay, a failing host) or robots.txt
+                        WHEN error_class IN ('deferred', 'retry_after', 'crawl_delay', 'host_errors',
+                                             'robots_disallowed') THEN 'skipped'
+                        ELSE 'failed' END AS kind,
+                   CASE WHEN error_class = 'http_error' THEN 'http_' || (status // 100) || 'xx'
+                        WHEN error_class IS NULL AND status BETWEEN 300 AND 399 THEN 'redirect'
+                        ELSE error_class END AS class
+            FROM fetch_log WHERE cycle = $cycle
+        )
+        GROUP BY ALL
+    )
+) w
+WHERE cycles.cycle = $cycle;

@@ -1,7 +1,9 @@
--- Frontier URLs that may enter the batch of cycle $next_cycle: open, due, and not crawled.
+-- Frontier URLs that may enter the batch of cycle $next_cycle: open, due, not crawled, and in the crawl scope as it is
+-- set now ($scope, see scope_reason), so that a narrower scope also holds back URLs admitted before.
 CREATE OR REPLACE TEMP TABLE eligible AS
 SELECT f.*
 FROM frontier f
 WHERE (f.status = 'unfetched'
        OR (f.status IN ('retry_pending', 'deferred') AND coalesce(f.retry_after_cycle, 0) <= $next_cycle))
-  AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = f.url);
+  AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = f.url)
+  AND scope_reason(f.url, f.host, f.hops, $scope) IS NULL;

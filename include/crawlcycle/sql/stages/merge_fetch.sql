@@ -1,5 +1,5 @@
 -- Merge the shards' fetch output of cycle $cycle (staged as tables s_fetch_log, s_requests, s_hosts, s_robots,
--- s_sitemaps).
+-- s_sitemaps, s_origin_tries).
 INSERT INTO fetch_log
 SELECT $cycle, shard, url, host, final_url, status, redirects, bytes, content_type, started_at, finished_at,
        elapsed_ms, error_class, truncated, outcome
@@ -7,11 +7,62 @@ FROM s_fetch_log;
 INSERT INTO fetch_requests (cycle, host, url, started_at, finished_at, new_connection)
 SELECT $cycle, host, url, started_at, finished_at, new_connection FROM s_requests;
 INSERT OR REPLACE INTO hosts (host, crawl_delay, delay, last_response_ms, errors, backoff_until, updated_cycle,
-                              last_request_at)
-SELECT host, crawl_delay, delay, last_response_ms, errors, backoff_until, $cycle, last_request_at
+                              last_request_at, errors_before)
+SELECT host, crawl_delay, delay, last_response_ms, errors, backoff_until, $cycle, last_request_at, errors_before
 FROM s_hosts;
 INSERT OR REPLACE INTO robots
 SELECT origin, host, status, fetched_at, robots_txt, crawl_delay, sitemaps, $cycle FROM s_robots;
+-- Origins: an answer resets the count of failures; the n-th failure in a row holds the origin's URLs out of the
+-- batches until cycle $cycle + $origin_retry_cycles * 2^(n-1), and from $origin_park_after failures on it is parked,
+-- tried every $origin_park_cycles cycles. An origin that answered, but only 4xx (429 aside) to every URL of the batch
+-- asked, and never gave a page, failed too (no_pages): what counts for it is a page, not its robots.txt.
+INSERT INTO origin_tries
+WITH asked AS (
+    SELECT url_origin(url) AS origin,
+           count(*) FILTER (WHERE status IS NOT NULL) AS answered,
+           count(*) FILTER (WHERE status BETWEEN 400 AND 499 AND status <> 429) AS refused
+    FROM s_fetch_log GROUP BY 1
+), judged AS (
+    SELECT t.origin, t.host, t.probe, t.tried_at,
+           CASE WHEN t.error_class IS NULL AND a.answered > 0 AND a.refused = a.answered
+                     AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.host = t.host AND url_origin(p.url) = t.origin)
+                THEN 'no_pages' ELSE t.error_class END AS error_class
+    FROM s_origin_tries t LEFT JOIN asked a USING (origin)
+), counted AS (
+    SELECT j.*, CASE WHEN j.error_class IS NULL THEN 0 ELSE coalesce(p.failures, 0) + 1 END AS failures
+    FROM judged j
+    LEFT JOIN (SELECT origin, failures FROM origin_tries WHERE cycle < $cycle
+               QUALIFY row_number() OVER (PARTITION BY origin ORDER BY cycle DESC) = 1) p USING (origin)
+)
+SELECT $cycle, origin, host, probe, tried_at, error_class, failures,
+       CASE WHEN failures = 0 THEN 'ok' WHEN failures >= $origin_park_after THEN 'parked' ELSE 'backoff' END,
+       CASE WHEN failures = 0 THEN NULL
+            WHEN failures >= $origin_park_after THEN $cycle + $origin_park_cycles
+            ELSE $cycle + CAST($origin_retry_cycles * pow(2, failures - 1) AS INTEGER) END
+FROM counted
+ORDER BY origin;
+-- Path groups: 4xx answers add up while the group never gave a page; from $path_refusals on it is held, and its n-th
+-- try while held is followed by a wait of 2^(n-1) cycles.
+INSERT INTO path_yield
+WITH now AS (
+    SELECT url_path_group(url) AS path_group, count(*) AS answered,
+           count(*) FILTER (WHERE status BETWEEN 200 AND 299) AS pages,
+           count(*) FILTER (WHERE status BETWEEN 400 AND 499 AND status <> 429) AS refused
+    FROM s_fetch_log WHERE status IS NOT NULL
+    GROUP BY 1
+), counted AS (
+    SELECT n.*, CASE WHEN n.pages > 0 OR (b.path_group IS NOT NULL AND b.refused_total IS NULL) THEN NULL
+                     ELSE coalesce(b.refused_total, 0) + n.refused END AS refused_total,
+           coalesce(b.held_tries, 0) AS held_before
+    FROM now n
+    LEFT JOIN (SELECT path_group, refused_total, held_tries FROM path_yield WHERE cycle < $cycle
+               QUALIFY row_number() OVER (PARTITION BY path_group ORDER BY cycle DESC) = 1) b USING (path_group)
+)
+SELECT $cycle, path_group, answered, pages, refused, refused_total,
+       CASE WHEN refused_total >= $path_refusals THEN held_before + 1 ELSE 0 END,
+       CASE WHEN refused_total >= $path_refusals THEN $cycle + CAST(pow(2, held_before) AS INTEGER) END
+FROM counted
+ORDER BY path_group;
 INSERT INTO sitemap_fetches
 SELECT $cycle, url, host, depth, status, kind, entries, admitted, reason FROM s_sitemaps;
 -- URL states: transient failures retry after an exponential number of cycles, until retry_limit.

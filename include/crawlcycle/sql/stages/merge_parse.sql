@@ -4,30 +4,47 @@ SELECT url, host, $cycle, status, content_type, title, text, description, lang, 
        duplicate_of, n_links, noindex, reason, bytes
 FROM s_pages
 ON CONFLICT DO NOTHING;
--- A page reached through a same-host redirect is stored under its final URL: give it a frontier row.
-INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, status, status_cycle)
+-- A page reached through a same-host redirect is stored under its final URL: give it a frontier row, as many hops
+-- from the seeds as the URL that redirected.
+INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, status, status_cycle, hops)
 SELECT p.url, p.host, $cycle, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY p.url),
-       'redirect', 'fetched', $cycle
+       'redirect', 'fetched', $cycle,
+       (SELECT min(r.hops) FROM s_fetch_log l JOIN frontier r ON r.url = l.url WHERE l.final_url = p.url)
 FROM s_pages p ANTI JOIN frontier f ON f.url = p.url;
 -- A redirect target that was already waiting in the frontier has now been fetched through the redirect.
 UPDATE frontier SET status = 'fetched', status_cycle = $cycle
 WHERE status IN ('unfetched', 'retry_pending', 'deferred') AND url IN (SELECT url FROM s_pages);
--- New URLs enter in discovery order, at most $max_urls_per_host per host; the rest are recorded as rejects.
+-- New URLs enter in discovery order with their hops from the nearest seed (a link one more than its page, a redirect
+-- target as many as the URL that redirected, a sitemap entry one more than its host's nearest URL), when the crawl
+-- scope ($scope, see scope_reason) admits them and their host holds fewer than $max_urls_per_host; the rest are
+-- recorded as rejects with the reason.
 CREATE OR REPLACE TEMP TABLE s_counted AS
-WITH cand AS (
+WITH found AS (
+    SELECT n.url, n.host, n.seq, n.source, n.src,
+           CASE n.source WHEN 'link' THEN s.hops + 1 WHEN 'redirect' THEN s.hops ELSE h.hops + 1 END AS hops
+    FROM s_new n
+    LEFT JOIN frontier s ON s.url = n.src
+    LEFT JOIN (SELECT host, min(hops) AS hops FROM frontier GROUP BY host) h ON h.host = n.host
+), cand AS (
     SELECT url, any_value(host) AS host, min(seq) AS seq, arg_min(source, seq) AS source,
-           arg_min(src, seq) AS src
-    FROM s_new GROUP BY url
+           arg_min(src, seq) AS src, min(hops) AS hops
+    FROM found GROUP BY url
 ), fresh AS (
-    SELECT c.* FROM cand c ANTI JOIN frontier f ON f.url = c.url
+    SELECT c.*, scope_reason(c.url, c.host, c.hops, $scope) AS out_of_scope
+    FROM cand c ANTI JOIN frontier f ON f.url = c.url
 )
-SELECT fr.*, row_number() OVER (PARTITION BY fr.host ORDER BY fr.seq) + coalesce(h.n, 0) AS host_n
+SELECT fr.*, CASE WHEN fr.out_of_scope IS NULL
+                  THEN row_number() OVER (PARTITION BY fr.host, fr.out_of_scope IS NULL ORDER BY fr.seq)
+                       + coalesce(h.n, 0) END AS host_n
 FROM fresh fr LEFT JOIN (SELECT host, count(*) AS n FROM frontier GROUP BY host) h USING (host);
-INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source)
+INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, hops)
 SELECT url, host, $cycle, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY seq),
-       source
-FROM s_counted WHERE host_n <= $max_urls_per_host;
-INSERT INTO url_rejects SELECT $cycle, src, url, 'host_cap' FROM s_counted WHERE host_n > $max_urls_per_host;
+       source, hops
+FROM s_counted WHERE out_of_scope IS NULL AND host_n <= $max_urls_per_host;
+INSERT INTO url_rejects
+SELECT $cycle, src, url, coalesce(out_of_scope, 'host_cap') FROM s_counted
+WHERE out_of_scope IS NOT NULL OR host_n > $max_urls_per_host
+ORDER BY seq;
 -- The link graph stays closed: links are kept between known URLs only.
 INSERT INTO links
 SELECT l.src, l.dst, l.anchor, l.context, l.nofollow, $cycle FROM s_links l SEMI JOIN frontier f ON f.url = l.dst

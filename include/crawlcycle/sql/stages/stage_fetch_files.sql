@@ -1,5 +1,5 @@
 -- Stage the shards' fetch output for merge_fetch as temp tables s_fetch_log (with the shard number), s_requests,
--- s_hosts, s_robots, s_sitemaps and s_sitemap_urls. A parameter named like a shard file ($fetch_log for
+-- s_hosts, s_robots, s_sitemaps, s_sitemap_urls and s_origin_tries. A parameter named like a shard file ($fetch_log for
 -- fetch_log.parquet) lists that file of every shard, in shard order; $shards holds the shards' numbers.
 -- shard_rows(files): the rows of those files with their place, file_index (from 1) and row_index (from 0), so that
 -- later statements keep the order of the shards and of their files.
@@ -13,3 +13,4 @@ CREATE OR REPLACE TEMP TABLE s_hosts AS SELECT * FROM shard_rows($hosts);
 CREATE OR REPLACE TEMP TABLE s_robots AS SELECT * FROM shard_rows($robots);
 CREATE OR REPLACE TEMP TABLE s_sitemaps AS SELECT * FROM shard_rows($sitemaps);
 CREATE OR REPLACE TEMP TABLE s_sitemap_urls AS SELECT * FROM shard_rows($sitemap_urls);
+CREATE OR REPLACE TEMP TABLE s_origin_tries AS SELECT * FROM shard_rows($origin_tries);

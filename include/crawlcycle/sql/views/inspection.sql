@@ -1,11 +1,13 @@
 -- Views for the questions people ask of the crawl database.
 
--- How did each cycle go, and did the query-driven part of its policy engage?
+-- How did each cycle go, what did its batch slots give (waste), and did the query-driven part of its policy engage?
 CREATE OR REPLACE VIEW v_cycle_summary AS
 SELECT c.cycle, c.interval_start, c.policy, c.status, c.batch_size, c.fetched, c.errors, c.new_urls,
        c.pages_total, c.frontier_open, c.next_batch,
        round(epoch(c.finished_at - c.started_at), 1) AS seconds,
        (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures,
+       c.slots_fetched, c.slots_failed, c.slots_skipped, c.slots_unanswered, c.waste_share, c.probes,
+       c.untested_slots,
        c.needy_queries, c.needy_with_candidates, c.sketch_frontier_pages, c.batch_query_share, c.batch_query_mass
 FROM cycles c
 ORDER BY c.cycle;
@@ -57,6 +59,25 @@ ORDER BY rank;
 CREATE OR REPLACE VIEW v_frontier_open AS
 SELECT * FROM frontier WHERE status IN ('unfetched', 'retry_pending', 'deferred');
 
+-- Can each origin (scheme, host, port) be fetched? Its latest try: ok (its URLs take batch slots), backoff or parked
+-- (they wait, kept in the frontier, until the probe of its robots.txt in cycle next_try_cycle answers).
+CREATE OR REPLACE VIEW v_origins AS
+SELECT origin, host, state, failures, error_class AS last_error, cycle AS last_tried_cycle,
+       to_timestamp(tried_at) AS last_tried_at, probe AS last_try_was_probe, next_try_cycle
+FROM origin_tries
+QUALIFY row_number() OVER (PARTITION BY origin ORDER BY cycle DESC) = 1
+ORDER BY host, origin;
+
+-- Origins held out of the batches (backoff or parked): why, until which cycle, and the frontier URLs waiting on them.
+CREATE OR REPLACE VIEW v_origins_held AS
+SELECT o.origin, o.state, o.failures, o.last_error, o.last_tried_cycle, o.last_tried_at, o.next_try_cycle,
+       count(f.url) AS waiting_urls
+FROM v_origins o
+LEFT JOIN v_frontier_open f ON f.host = o.host AND url_origin(f.url) = o.origin
+WHERE o.state <> 'ok'
+GROUP BY ALL
+ORDER BY waiting_urls DESC, o.origin;
+
 -- Fetch errors by class and cycle.
 CREATE OR REPLACE VIEW v_fetch_errors AS
 SELECT cycle, error_class, count(*) AS urls
@@ -83,3 +104,12 @@ SELECT b.cycle, b.rank, b.url, b.policy, b.priority,
 FROM batches b
 JOIN frontier f USING (url)
 ORDER BY b.cycle, b.rank;
+
+-- Path groups (url_path_group: origin, first directory, extension) held out of the batches: their URLs answered only
+-- 4xx, path_refusals times or more; one of them is tried again in cycle next_try_cycle.
+CREATE OR REPLACE VIEW v_paths_held AS
+SELECT y.path_group, y.refused_total AS refusals, y.held_tries, y.cycle AS last_tried_cycle, y.next_try_cycle,
+       (SELECT count(*) FROM v_frontier_open f WHERE url_path_group(f.url) = y.path_group) AS waiting_urls
+FROM path_yield y
+QUALIFY row_number() OVER (PARTITION BY y.path_group ORDER BY y.cycle DESC) = 1 AND y.next_try_cycle IS NOT NULL
+ORDER BY waiting_urls DESC, y.path_group;
