@@ -1,9 +1,11 @@
-"""Do the crawl-ordering papers' findings hold here? Every policy through the simulator on three snapshots.
+"""Do the crawl-ordering papers' findings hold here? Every policy through the simulator on four snapshots.
 
 - ``dev-docs``: the real WARC of eight documentation sites (``../shared/corpus/dev-docs.warc.gz``), 8 cycles of 100.
 - ``py-web-docs``: the real WARC of six more (pandas, SQLAlchemy, Flask, Werkzeug, Jinja, bash), built from
-  ``bench/snapshots/py-web-docs.json`` into ``data/py-web-docs.warc.gz`` (see ``PY_WEB_DOCS_BUILD``; not
+  ``bench/snapshots/py-web-docs.json`` into ``data/py-web-docs.warc.gz`` (see :func:`build_command`; not
   committed), 11 cycles of 100.
+- ``sci-docs``: the real WARC of five more (Dask, Celery, SymPy, Django REST framework, Pygments), built likewise
+  from ``bench/snapshots/sci-docs.json``, 8 cycles of 150.
 - ``generated``: the demo web at ``--pages`` pages (20,000 by default) with its own first-day query log. Its wall
   time is the simulator's speed goal: all policies under 10 minutes.
 
@@ -56,9 +58,20 @@ SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "bench" / "results"
 USER_AGENT = "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)"
 SPEED_GOAL_SECONDS = 600
-PY_WEB_DOCS_BUILD = ("python3 ../shared/corpus/build_snapshot.py bench/snapshots/py-web-docs.json "
-                     "data/py-web-docs.warc.gz")
 TITLE = re.compile(rb"<title(?:\s[^>]*)?>(.*?)</title\s*>", re.S | re.I)
+
+
+def build_command(name: str) -> str:
+    """The command, run from the project root, that builds snapshot ``name`` from its spec."""
+    return f"python3 ../shared/corpus/build_snapshot.py bench/snapshots/{name}.json data/{name}.warc.gz"
+
+
+def built_warc(name: str) -> Path:
+    """The WARC of a snapshot built from ``bench/snapshots/<name>.json``; stops, naming the build, without it."""
+    warc = ROOT / "data" / f"{name}.warc.gz"
+    if not warc.is_file():
+        raise SystemExit(f"{warc} is missing: build it from {ROOT} with `{build_command(name)}`")
+    return warc
 
 
 def real_texts(warc: Path) -> list[str]:
@@ -197,11 +210,11 @@ def lab_speed(runs: Runs) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=20_000, help="pages of the generated snapshot")
-    ap.add_argument("--queries", type=int, default=3000, help="queries of the dev-docs and py-web-docs workloads")
+    ap.add_argument("--queries", type=int, default=3000, help="queries of the real snapshots' workloads")
     ap.add_argument("--runs", type=int, default=1, help="runs per snapshot, each from other seeds and frequencies")
     ap.add_argument("--jobs", type=int, default=1, help="policies simulated in parallel")
     ap.add_argument("--work", type=Path, default=ROOT / "data" / "bench-policies")
-    ap.add_argument("--only", choices=["dev-docs", "py-web-docs", "generated"], help="run one snapshot")
+    ap.add_argument("--only", choices=["dev-docs", "py-web-docs", "sci-docs", "generated"], help="run one snapshot")
     ap.add_argument("--policies", default=",".join(POLICIES),
                     help="comma-separated policies to run (default: all): " + ", ".join(POLICIES))
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -233,9 +246,7 @@ def main() -> None:
             warc, "/index.html", batch=100, cycles=8,
             workload=lambda r: policy_lab.zipf_workload(dev_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
     if args.only in (None, "py-web-docs"):
-        warc = ROOT / "data" / "py-web-docs.warc.gz"
-        if not warc.is_file():
-            raise SystemExit(f"{warc} is missing: build it from {ROOT} with `{PY_WEB_DOCS_BUILD}`")
+        warc = built_warc("py-web-docs")
         py_texts = real_texts(warc)
         # 1,100 fetches, ~21 % of the 5,125 pages the simulator judges (dev-docs: 800 of 3,963): one host holds
         # 80 % of them and per_host_cap (40) bounds its share of each batch, so the rest goes to the small hosts,
@@ -244,6 +255,14 @@ def main() -> None:
         snapshots["py-web-docs"] = Snapshot(
             warc, ("/index.html", "/bashref.html"), batch=100, cycles=11,
             workload=lambda r: policy_lab.zipf_workload(py_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
+    if args.only in (None, "sci-docs"):
+        warc = built_warc("sci-docs")
+        sci_texts = real_texts(warc)
+        # 1,200 fetches, ~20 % of the 6,008 responses the simulator judges (1,891 HTML pages, the rest images,
+        # style sheets and scripts the pages link to), as on dev-docs
+        snapshots["sci-docs"] = Snapshot(
+            warc, "/index.html", batch=150, cycles=8,
+            workload=lambda r: policy_lab.zipf_workload(sci_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
     if args.only in (None, "generated"):
         web = demo_web.generate(args.work / "generated-web", hosts=40, pages=args.pages)
         log = read_workload(sorted(web.query_log_dir.glob("dt=*/queries.tsv"))[0])
@@ -270,8 +289,10 @@ def main() -> None:
         lines = [f"### {name}", "",
                  f"% of ideal, mean ± sample standard deviation over {args.runs} run(s); each run starts from other "
                  "seeds and query frequencies.", "", *policy_lab.table(runs.summaries), "",
-                 "Range (min–max) over the runs:", "", *policy_lab.table(runs.summaries, spread="range"), "",
-                 *policy_lab.findings(name, runs.summaries, gains)]
+                 "Range (min–max) over the runs:", "", *policy_lab.table(runs.summaries, spread="range"), ""]
+        if pairs := policy_lab.paired(runs.summaries):
+            lines += ["hybrid ÷ the best other policy of the same run (both % of ideal in brackets):", "", *pairs, ""]
+        lines += policy_lab.findings(name, runs.summaries, gains)
         if name == "generated":
             wall = statistics.fmean(runs.walls)
             met = "met" if wall < SPEED_GOAL_SECONDS else "missed"

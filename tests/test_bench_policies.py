@@ -16,6 +16,7 @@ from crawlcycle.evaluation.policy_lab import (
     findings,
     html_pages,
     late_gain,
+    paired,
     seed_set,
     shuffled_frequencies,
     table,
@@ -117,6 +118,16 @@ def test_table_shows_mean_and_sd_per_judge_sorted_by_the_reference_at_10_percent
     ]
     assert table(RUNS, spread="range")[2] == ("| hybrid | 5.0–7.0 | 20.0–24.0 | 30.0–36.0 | 4.0–6.0 | 10.0–14.0 "
                                               "| 20.0–24.0 | 0.20–0.40 | 5.0–7.0 | 0.0–2.0 | 12 |")
+
+
+def test_paired_gives_hybrid_over_the_same_run_s_best_rival_at_the_two_largest_budgets() -> None:
+    rows = paired(RUNS)
+    assert rows[0] == "| run | ref 5% | ref 10% | bm25s 5% | bm25s 10% |" and len(rows) == 2 + 3 + 1
+    assert rows[2] == ("| 0 | 2.00 (20.0 / pagerank 10.0) | 1.50 (30.0 / pagerank 20.0) | 0.67 (10.0 / pagerank 15.0) "
+                       "| 0.80 (20.0 / pagerank 25.0) |")
+    assert rows[3].endswith("| 0.71 (12.0 / pagerank 17.0) | – |")  # no rival reached 10 % under bm25s in run 1
+    assert rows[-1] == "| mean (lowest) | 1.85 (1.71) | 1.44 (1.38) | 0.70 (0.67) | 0.84 (0.80) |"
+    assert paired([{"hybrid": RUNS[0]["hybrid"]}]) == [] and paired([{"pagerank": RUNS[0]["pagerank"]}]) == []
 
 
 def _all_policies(hybrid: float, bm25s_hybrid: float) -> dict[str, dict]:

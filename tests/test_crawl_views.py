@@ -77,10 +77,13 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
                          "GROUP BY 1")
     shown = dict(zip(_cells(doc, "fetch-errors", "error_class"), _cells(doc, "fetch-errors", "urls"), strict=True))
     assert {k: int(v) for k, v in shown.items() if k in dict(errors)} == dict(errors)
-    batch = _q(crawled, "SELECT rank, url, priority, parts->'needy_queries' FROM batches WHERE cycle = 3 ORDER BY rank")
+    batch = _q(crawled, "SELECT rank, url, priority, parts->'needy_queries', parts->'needy_odds' FROM batches "
+                        "WHERE cycle = 3 ORDER BY rank")
     assert _cells(doc, "batch", "url") == [b[1] for b in batch]
     assert [float(p) for p in _cells(doc, "batch", "priority")] == pytest.approx([b[2] for b in batch], rel=1e-3)
-    needy = [", ".join(json.loads(b[3] or "[]")) for b in batch]
+    # each needy query with the odds the URL enters its top K
+    needy = [", ".join(f"{q} ({p:.2f})" for q, p in zip(json.loads(b[3] or "[]"), json.loads(b[4] or "[]"),
+                                                          strict=True)) for b in batch]
     assert _cells(doc, "batch", "needy_queries") == needy and any(needy)
     hosts = dict(_q(crawled, "SELECT host, count(*) FROM fetch_log GROUP BY 1"))
     shown = dict(zip(_cells(doc, "hosts", "host"), _cells(doc, "hosts", "fetches"), strict=True))

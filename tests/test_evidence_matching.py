@@ -149,3 +149,45 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
         con.execute("DELETE FROM needy_candidates WHERE cycle = ?", [cycle])
         registry.score_frontier(con, settings, cycle)
         assert [con.execute(sql, {"c": cycle}).fetchall() for sql in (scored, sketched)] == reused
+
+
+
+def _titles(warc: Path) -> dict[str, str]:
+    """Each page's <title>, whitespace collapsed, lower case: the workload's queries as the log holds them."""
+    titles = {}
+    with warc.open("rb") as f:
+        for rec in ArchiveIterator(f):
+            title = re.search(rb"<title>(.*?)</title>", rec.content_stream().read(), re.S)
+            if title:
+                titles[rec.rec_headers.get_header("WARC-Target-URI")] = " ".join(
+                    title[1].decode("utf-8", "replace").split()).lower()
+    return titles
+
+
+def test_top_k_odds_are_low_without_evidence_and_high_for_the_page_a_query_names(crawls: dict[str, Path]) -> None:
+    """On the Requests pages: held-out pairs the odds model calls unlikely rarely enter the query's top K and those
+    it calls likely do; in the last cycle, frontier pages with no evidence for a query (only linked from one of its
+    results) get small odds; and the page whose title a query is gets large odds whenever a model decides."""
+    with duckdb.connect(str(crawls["evidence"]), read_only=True) as con:
+        fits = con.sql("SELECT cycle, metrics FROM model_runs "
+                       "WHERE model = 'top_k_odds' AND file IS NOT NULL ORDER BY cycle").fetchall()
+        assert fits, "no top-K odds model was fitted"
+        for _, metrics in fits:
+            m = json.loads(metrics)
+            assert m["brier"] < min(m["brier_base_rate"], m["brier_s_prime"]), m
+            deciles = {d["decile"]: d for d in m["reliability"]}
+            assert sum(d["pairs"] for d in deciles.values()) == m["validation_pairs"]
+            assert deciles[0]["hit_rate"] < 0.2 and deciles[9]["hit_rate"] > 0.8, deciles
+        odds = con.sql("""
+            SELECT o.cycle, o.query, o.url, o.p_top_k, c.evidence_score
+            FROM top_k_odds o
+            JOIN frontier f ON f.url = o.url
+            JOIN needy_candidates c ON c.cycle = o.cycle AND c.query = o.query AND c.seq = f.discovery_seq
+            WHERE o.cycle >= ?
+        """, params=[fits[0][0]]).pl()
+    unsupported = odds.filter((pl.col("evidence_score") == 0) & (pl.col("cycle") == odds["cycle"].max()))
+    assert unsupported.height and unsupported["p_top_k"].median() < 0.1, unsupported.sort("p_top_k").tail(5)
+    titles = _titles(crawls["evidence"].parents[2] / "requests.warc.gz")
+    named = odds.filter(pl.struct("url", "query").map_elements(lambda r: titles.get(r["url"]) == r["query"],
+                                                               return_dtype=pl.Boolean))
+    assert named.height and named["p_top_k"].min() > 0.5, named

@@ -3,6 +3,7 @@ matching, the prestige regression, and the hybrid policy choosing what needy que
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -111,7 +112,9 @@ def test_prestige_regression_recovers_a_quadratic_from_impressions(state: Settin
         assert [round(c[b], 6) for b in ("b0", "b1", "b2", "b11", "b12", "b22")] == [1, 2, 1, 1, 0, 0]
 
 
-def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(state: Settings) -> None:
+def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(tmp_path: Path) -> None:
+    # what the pages open aside (their discovery value is tested below): query-based impact against prestige
+    state = new_state(tmp_path, "hybrid", batch_size=1, needy_share=1.0, hybrid_discovery_weight=0.0)
     hub, tail, plain = "http://news.test/hub", "http://wiki.test/people/4711", "http://wiki.test/people/4712"
     crawled = [f"http://news.test/football/{i}" for i in range(30)]
     with connect(state) as con:
@@ -149,3 +152,36 @@ def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(state: Set
 
 def _overrides(s: Settings) -> dict[str, object]:
     return {"user_agent": s.user_agent, "db_path": s.db_path, "data_dir": s.data_dir, "batch_size": s.batch_size}
+
+
+def test_discovery_value_follows_what_fetched_pages_revealed_and_opens_hosts_needy_queries_point_at(
+        state: Settings) -> None:
+    docs, blog = "http://a.test/docs/1", "http://b.test/blog/1"
+    answer, revealed_plain = "http://n.test/answer", "http://b.test/blog/2"
+    with connect(state) as con:
+        add_urls(con, [docs, blog, "http://a.test/docs/2", "http://b.test/blog/3", "http://c.test/x",
+                       "http://n.test/other"])
+        add_urls(con, [answer, revealed_plain], cycle_no=1)  # first seen in cycle 1, through these links:
+        for url in (docs, blog):
+            add_page(con, url, "A page", "some words")
+        add_links(con, [(docs, answer, "Judy Inklesmurf biography"), (blog, revealed_plain, "older posts")])
+        con.execute("INSERT INTO query_log (partition, query, frequency) VALUES (?, 'judy inklesmurf', 10.0)", [DAY])
+    stages.refit_models(state, 1)
+    stages.select_needy(state, 1)
+    stages.score(state, 1)
+    with connect(state, read_only=True) as con:
+        parts = {url: json.loads(p) for url, p in con.execute("SELECT url, parts FROM frontier_scores").fetchall()}
+    # without an odds model the answer holds the needy query's whole frequency: what fetching docs/1 revealed
+    assert parts[answer]["query_impact"] == 10.0 and parts[revealed_plain]["query_impact"] == 0
+    # fetched pages revealed 10 (docs/1) and 0 (blog/1): mean 5; hosts a and b shrunk towards it by 5 pages'
+    # worth, path groups towards their host; a host nothing was fetched from gets the mean of all
+    host_a, host_b = (10 + 5 * 5) / 6, (0 + 5 * 5) / 6
+    learned = {u: parts[u]["discovery_learned"] for u in ("http://a.test/docs/2", "http://b.test/blog/3",
+                                                          "http://c.test/x")}
+    assert learned == pytest.approx({"http://a.test/docs/2": (10 + 5 * host_a) / 6,
+                                     "http://b.test/blog/3": (0 + 5 * host_b) / 6, "http://c.test/x": 5.0})
+    # n.test: a needy query points at it (10 of query-based impact on its eligible URLs), no page crawled yet
+    assert parts["http://n.test/other"]["discovery_opening"] == 10.0
+    assert parts["http://c.test/x"]["discovery_opening"] == 0
+    assert max(parts, key=lambda u: parts[u]["discovery_part"]) in (answer, "http://n.test/other")
+

@@ -46,6 +46,9 @@ EXCLUDED = {
     ".venv/bin/python bench/policies.py --only py-web-docs":
         "every policy, three runs, on a snapshot built from Debian packages first: most of an hour; "
         "tests/test_bench_policies.py checks its seeds, aggregation and tables",
+    ".venv/bin/python bench/policies.py --only sci-docs":
+        "every policy, three runs, on a snapshot built from Debian packages first: a quarter of an hour; "
+        "tests/test_bench_policies.py checks its seeds, aggregation and tables",
     'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
         "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
         "without one",
@@ -86,7 +89,7 @@ EXPECT = [
     Expect(r'crawlcycle sql "SELECT \* FROM v_next_batch LIMIT 20"', r"shape: \(20, \d+\)"),
     Expect(r"python -c .*v_host_health", r"\.demo\.test"),
     Expect(r"crawlcycle canon", r"\Ahttp://example\.com/a/c\n\Z"),
-    Expect(r"FROM v_batch_explain", r"shape: \(20, 6\)"),
+    Expect(r"FROM v_batch_explain", r"shape: \(20, 7\)"),
     Expect(r"FROM model_runs", r"shape: \(\d+, 4\)"),
     Expect(r"crawlcycle check materialize --cycle 3", r"gate materialize passed for cycle 3"),
     Expect(r"FROM dq_results WHERE NOT success", r"shape: \(0, 6\)"),

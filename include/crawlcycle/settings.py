@@ -28,6 +28,7 @@ RANK_FIELDS = ("title", "text", "anchor", "url")
 # anchors, and the titles of the crawled pages holding them.
 EVIDENCE_FIELDS = ("url", "anchor", "context", "title")
 MATCH_MODES = ("evidence", "ngram")
+IMPACT_ODDS = ("model", "sketch")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
@@ -160,8 +161,9 @@ class Settings:
                          "(Pandey & Olston: the page holds match_share of the query's word n-grams)")
     sketch_candidates: int = _s(20, "match_mode evidence: frontier pages a needy query takes by BM25 over their "
                                 "evidence, and again by the score of the query's results linking to them")
-    sketch_optimism: float = _s(1.0, "S' validation RMSEs added to a frontier page's S' before it competes with the "
-                                "query's crawled results for a sketch place (0: the point estimate)")
+    impact_odds: str = _s("model", "what a needy query gives a frontier page it may answer: model (its frequency x the "
+                          "odds the page enters its top K, by the top_k_odds model once fitted) or sketch (Pandey & "
+                          "Olston: its whole frequency if the page is among its top K by S', else nothing)")
     evidence_weights: str = _s("url=1,anchor=2,context=0.5,title=1", "BM25F weight per evidence field: url, "
                                "anchor, context, title")
     evidence_b: str = _s("url=0.5,anchor=0.5,context=0.75,title=0.75", "BM25F length normalisation b per "
@@ -171,6 +173,9 @@ class Settings:
     s_prime_queries: int = _s(600, "queries of the partition whose crawled matches train the S' model each cycle")
     hybrid_query_weight: float = _s(0.9, "weight of the normalised query-based impact in the hybrid priority")
     hybrid_prestige_weight: float = _s(0.1, "weight of the normalised prestige-based impact in the hybrid priority")
+    hybrid_discovery_weight: float = _s(0.0, "weight of the normalised discovery value (what fetching the page is "
+                                        "expected to open, learned from what fetched pages revealed) in the hybrid "
+                                        "priority (0: shown, not used; see the README's measurements)")
     hybrid_normalization: str = _s("max", "how both impacts are scaled to [0, 1] before mixing: max (divide by "
                                    "the largest over the eligible frontier) or rank (percent rank)")
     impact_signal: str = _s("views", "impact the prestige regression learns when the partition has impressions: "
@@ -238,18 +243,18 @@ class Settings:
                               ("rw_damping", 0 < self.rw_damping < 1, "must lie in (0, 1)")):
             if not ok:
                 bad(name, f"{why}, got {getattr(self, name)}")
-        for name in ("hybrid_query_weight", "hybrid_prestige_weight"):
+        for name in ("hybrid_query_weight", "hybrid_prestige_weight", "hybrid_discovery_weight"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.hybrid_query_weight + self.hybrid_prestige_weight <= 0:
             bad("hybrid_query_weight", "hybrid_query_weight + hybrid_prestige_weight must be positive")
         for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS),
-                              ("match_mode", MATCH_MODES), ("extractor", EXTRACTORS)):
+                              ("match_mode", MATCH_MODES), ("extractor", EXTRACTORS),
+                              ("impact_odds", IMPACT_ODDS)):
             if getattr(self, name) not in allowed:
                 bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        for name in ("needy_min", "sketch_optimism"):
-            if getattr(self, name) < 0:
-                bad(name, f"must not be negative, got {getattr(self, name)}")
+        if self.needy_min < 0:
+            bad("needy_min", f"must not be negative, got {self.needy_min}")
         if self.bm25_k1 <= 0:
             bad("bm25_k1", f"must be positive, got {self.bm25_k1}")
         if self.prestige_weight < 0:

@@ -147,6 +147,38 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     return rows
 
 
+def paired(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
+    """Markdown rows, one per run: ``policy``'s % of ideal over the best other policy's of the same run, per judge
+    at the two largest budgets, with that rival's name; a last row with the mean and the smallest ratio. Empty when
+    ``policy`` or every rival is missing."""
+    if not runs or any(policy not in r or len(r) < 2 for r in runs):
+        return []
+    short = {"reference": "ref"}
+    cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
+    rows = ["| run | " + " | ".join(f"{short.get(j, j)} {b}" for j, b in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    ratios: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
+
+    def pct(summary: dict, judge: str, budget: str) -> float | None:
+        cell = summary["budgets_by_judge"][judge].get(budget)
+        return cell["pct_of_ideal"] if cell else None
+
+    for r, summaries in enumerate(runs):
+        cells = []
+        for j, b in cols:
+            rivals = [(pct(s, j, b), p) for p, s in summaries.items() if p != policy and pct(s, j, b) is not None]
+            mine = pct(summaries[policy], j, b)
+            if mine is None or not rivals or max(rivals)[0] <= 0:
+                cells.append("–")
+                continue
+            best, name = max(rivals)
+            ratios[(j, b)].append(mine / best)
+            cells.append(f"{mine / best:.2f} ({100 * mine:.1f} / {name} {100 * best:.1f})")
+        rows.append(f"| {r} | " + " | ".join(cells) + " |")
+    rows.append("| mean (lowest) | " + " | ".join(
+        f"{statistics.fmean(v):.2f} ({min(v):.2f})" if v else "–" for v in ratios.values()) + " |")
+    return rows
+
+
 def late_gain(curve: pl.DataFrame, judge: str = "reference") -> float:
     """Impact share (by ``judge``: the simulator's curve column ``policy`` or ``policy_<judge>``) a policy gains
     over the last half of its run: how much it still finds."""

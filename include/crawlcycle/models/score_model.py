@@ -17,6 +17,13 @@ file (``<data_dir>/models/s_prime-<cycle>.pkl``) and, in ``evidence`` mode, the 
 ``FEATURES`` alone from the same pairs (``old_features_validation_mae``), so the gain is visible.
 Until a model exists, S' is 0: a matched frontier page then enters a sketch only where the query has fewer
 than K crawled results.
+
+The same refit trains the **top-K odds** (``model_runs.model = 'top_k_odds'``): gradient-boosted trees classifying
+whether a pair's page enters its query's top K, that is scores above 0 and at least the query's bar (the K-th
+best S of its crawled results; 0 while it has fewer than K), from the same features plus the bar and how full the
+top K is (``BAR_FEATURES``). Its calibration on the held-out queries is stored with it: the Brier score, next to
+those of always guessing the training share and of S' read as a normal distribution around the bar (its
+validation RMSE as spread), and the hit rate by decile of the predicted odds.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ MIN_SHARE = 1e-9  # training pairs: any shared n-gram
 PROPOSING_DF = 5000  # n-grams on more URLs than this propose no training pairs
 MIN_PAIRS = 50  # fewer training pairs than this: no model this cycle
 HOLDOUT = 5  # every fifth query is held out for validation
+BAR_FEATURES = ["log_bar", "result_share"]
 
 
 def stage_queries(queries: list[str]) -> pl.DataFrame:
@@ -59,7 +67,11 @@ def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
         pairs = evidence_candidates(con, settings, cycle, queries, found)
     else:
         pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share, **limits)
-    pairs = pairs.join(queries.select("qid", "query_terms"), on="qid")
+    bars = query(con, "impact/query_bars", cycle=cycle, top_k=settings.top_k)
+    pairs = (pairs.join(queries.select("qid", "query_terms", "query"), on="qid")
+             .join(bars, on="query", how="left").drop("query")
+             .with_columns(pl.col("bar", "result_share").fill_null(0.0))
+             .with_columns(log_bar=pl.col("bar").log1p()))
     run_sql(con, "impact/host_stats", cycle=cycle)
     con.register("s_pairs", pairs)
     try:
@@ -115,11 +127,57 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     if features != FEATURES:
         old = _train(settings, train, FEATURES).predict(valid.select(FEATURES).to_numpy())
         metrics.update({f"old_features_{k}": v for k, v in _errors(truth, old).items()})
-    path = Path(settings.data_dir) / "models" / f"s_prime-{cycle:05d}.pkl"
+    record_model(con, cycle, "s_prime", features, metrics, _save(settings, "s_prime", cycle, model))
+    _fit_odds(con, settings, cycle, train, valid.with_columns(s_prime=guess), [*features, *BAR_FEATURES],
+              metrics["validation_rmse"])
+    return metrics
+
+
+def _save(settings: Settings, name: str, cycle: int, model: object) -> str:
+    path = Path(settings.data_dir) / "models" / f"{name}-{cycle:05d}.pkl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(pickle.dumps(model))
-    record_model(con, cycle, "s_prime", features, metrics, str(path))
-    return metrics
+    return str(path)
+
+
+def _fit_odds(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, train: pl.DataFrame,
+              valid: pl.DataFrame, features: list[str], rmse: float) -> None:
+    """Train and record the top-K odds on the pairs S' learnt from (``valid`` also holds S' of each pair)."""
+    from scipy.special import ndtr  # the normal CDF
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    def entered(frame: pl.DataFrame) -> np.ndarray:
+        return frame.select((pl.col("score") > 0) & (pl.col("score") >= pl.col("bar"))).to_series().to_numpy()
+
+    hit, hit_valid = entered(train), entered(valid)
+    metrics: dict = {"train_pairs": train.height, "validation_pairs": valid.height,
+                     "train_positive_share": float(hit.mean())}
+    if hit.all() or not hit.any():
+        metrics["reason"] = "the training pairs all entered their query's top K, or none did"
+        record_model(con, cycle, "top_k_odds", features, metrics)
+        return
+    model = HistGradientBoostingClassifier(max_iter=100, random_state=settings.random_seed, early_stopping=False)
+    model.fit(train.select(features).to_numpy(), hit)
+    odds = model.predict_proba(valid.select(features).to_numpy())[:, 1]
+    # S' as a normal distribution around its estimate: the odds it clears the bar (and 0)
+    gap = valid["s_prime"].to_numpy() - np.maximum(valid["bar"].to_numpy(), 0.0)
+    s_prime_odds = ndtr(gap / rmse) if rmse > 0 else (gap > 0).astype(float)
+    metrics.update(validation_positive_share=float(hit_valid.mean()), brier=_brier(odds, hit_valid),
+                   brier_base_rate=_brier(np.full(len(odds), hit.mean()), hit_valid),
+                   brier_s_prime=_brier(s_prime_odds, hit_valid), reliability=_reliability(odds, hit_valid))
+    record_model(con, cycle, "top_k_odds", features, metrics, _save(settings, "top_k_odds", cycle, model))
+
+
+def _brier(odds: np.ndarray, hit: np.ndarray) -> float:
+    return float(np.mean((odds - hit) ** 2))
+
+
+def _reliability(odds: np.ndarray, hit: np.ndarray) -> list[dict]:
+    """Per decile of the predicted odds (0-0.1, ..., 0.9-1): pairs, their mean odds and the share that entered."""
+    decile = np.minimum((odds * 10).astype(int), 9)
+    return [{"decile": int(d), "pairs": int((decile == d).sum()),
+             "mean_odds": round(float(odds[decile == d].mean()), 4),
+             "hit_rate": round(float(hit[decile == d].mean()), 4)} for d in np.unique(decile)]
 
 
 def _train(settings: Settings, train: pl.DataFrame, features: list[str]) -> object:
@@ -137,22 +195,33 @@ def _errors(truth: np.ndarray, guess: np.ndarray) -> dict[str, float]:
             "validation_r2": 1 - float(np.sum(residual ** 2)) / spread if spread else 0.0}
 
 
-def error(con: duckdb.DuckDBPyConnection, cycle: int) -> float:
-    """Validation RMSE of the model :func:`predict` uses at ``cycle`` (0 without one)."""
-    rows = fetch_rows(con, "models/latest_s_prime", cycle=cycle)
-    return float(rows[0][3]) if rows else 0.0
+def _saved(con: duckdb.DuckDBPyConnection, name: str, cycle: int, features: pl.DataFrame) -> tuple | None:
+    """The newest saved fit of model ``name`` up to ``cycle`` and its feature names, or None without one (or one
+    trained on features ``features`` lacks: the other match_mode)."""
+    rows = fetch_rows(con, "models/latest_saved", model=name, cycle=cycle)
+    if not rows or not features.height or not set(rows[0][2]) <= set(features.columns):
+        return None
+    path = Path(rows[0][1])
+    if not path.is_file():
+        raise FileNotFoundError(f"{name} model of cycle {rows[0][0]} is missing: {path} (re-run that cycle's refit)")
+    return pickle.loads(path.read_bytes()), rows[0][2]
 
 
 def predict(con: duckdb.DuckDBPyConnection, cycle: int, features: pl.DataFrame) -> pl.Series:
     """S' of each row of ``features`` with the newest model trained up to ``cycle`` (0 without one)."""
-    rows = fetch_rows(con, "models/latest_s_prime", cycle=cycle)
-    if not rows or not features.height:
+    saved = _saved(con, "s_prime", cycle, features)
+    if saved is None:
         return pl.Series("s_prime", np.zeros(features.height))
-    path, names = Path(rows[0][1]), rows[0][2]
-    if not set(names) <= set(features.columns):  # trained in the other match_mode
-        return pl.Series("s_prime", np.zeros(features.height))
-    if not path.is_file():
-        raise FileNotFoundError(f"S' model of cycle {rows[0][0]} is missing: {path} (re-run that cycle's refit)")
-    model = pickle.loads(path.read_bytes())
+    model, names = saved
     # rounded: replays must compare equal, and tree sums may differ in the last bits across thread counts
     return pl.Series("s_prime", np.round(model.predict(features.select(names).to_numpy()), 9))
+
+
+def predict_odds(con: duckdb.DuckDBPyConnection, cycle: int, features: pl.DataFrame) -> pl.Series | None:
+    """The odds that each row's page enters its query's top K, by the newest top-K odds model up to ``cycle``;
+    None without one."""
+    saved = _saved(con, "top_k_odds", cycle, features)
+    if saved is None:
+        return None
+    model, names = saved
+    return pl.Series("p_top_k", np.round(model.predict_proba(features.select(names).to_numpy())[:, 1], 6))

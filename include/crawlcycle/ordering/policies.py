@@ -24,9 +24,9 @@ class Policy:
 
 
 REGISTRY = (
-    Policy("hybrid", "impact-driven: the summed frequency of the needy queries whose sketches hold the page, mixed "
-           "with the impact its PageRank and in-links predict", "crawlcycle.ordering.hybrid:stage_hybrid",
-           ("sketches",)),
+    Policy("hybrid", "impact-driven: the expected impact of the page on the needy queries it may answer (each "
+           "query's frequency times the odds the page enters its top K), mixed with the impact its PageRank and "
+           "in-links predict", "crawlcycle.ordering.hybrid:stage_hybrid", ("sketches", "top_k_odds")),
     Policy("random", "uniform random order, reproducible from `random_seed` and the cycle"),
     Policy("bfs", "discovery order (breadth-first)"),
     Policy("indegree", "distinct pages linking in"),

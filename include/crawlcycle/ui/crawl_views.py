@@ -236,7 +236,7 @@ _CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("policy",
                   ("pages_total", "pages"), ("frontier_open", "frontier open"), ("next_batch", "next batch"),
                   ("seconds", "seconds"), ("gate_failures", "gate failures")]
 # Whether the query-driven part of each cycle's policy engaged; shares shown in per cent.
-_ENGAGEMENT_COLUMNS = [("cycle", "cycle"), ("policy", "policy"), ("needy_queries", "needy queries"),
+_ENGAGEMENT_COLUMNS = [("cycle", "cycle"), ("policy", "policy"), ("needy_queries", "needy queries (odds)"),
                        ("needy_with_candidates", "with frontier candidates"),
                        ("sketch_frontier_pages", "frontier pages in sketches"),
                        ("batch_query_share", "next batch: % of URLs with query impact"),
@@ -345,13 +345,15 @@ def _crawl_sections(snapshot: dict) -> list[str]:
            else '<p id="gate-problems">Every check passed in the latest cycle with gate results.</p>']
     batch = t["batch"]
     batch_cycle = batch[0]["cycle"] if batch else cycle + 1
-    rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items() if k != "needy_queries"}} for b in batch]
+    rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items()
+                                   if k not in ("needy_queries", "needy_odds")}} for b in batch]
     out += [f'<h2>Batch of cycle {batch_cycle}</h2><p>{len(batch)} URLs in fetch order, with the parts of each '
-            "priority and the needy queries whose sketches hold the URL.</p>",
+            "priority and the needy queries the URL may answer, each with the odds it enters that query's top K.</p>",
             '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("policy", "policy"),
                                                      ("priority", "priority"), ("parts", "parts"),
-                                                     ("needy_queries", "needy queries"), ("in_links", "in-links"),
-                                                     ("pagerank", "PageRank")], rows, key="rank"), "</div>",
+                                                     ("needy_queries", "needy queries (odds)"),
+                                                     ("in_links", "in-links"), ("pagerank", "PageRank")],
+                                   rows, key="rank"), "</div>",
             "<h3>Needy queries</h3>",
             _table("needy-queries", [("rank", "rank"), ("query", "query"), ("frequency", "frequency"),
                                      ("improvability", "improvability"), ("neediness", "neediness")],

@@ -6,3 +6,11 @@ SELECT $cycle, query, row_number() OVER (PARTITION BY query ORDER BY score DESC,
        score, crawled
 FROM s_candidates
 QUALIFY rank <= $top_k;
+-- The top-K odds of every matched frontier page (s_odds: query, url, bar, p_top_k, s_prime); without an odds model
+-- (p_top_k NULL), 1 for the pages in the query's sketch and 0 for the others.
+DELETE FROM top_k_odds WHERE cycle = $cycle;
+INSERT INTO top_k_odds (cycle, query, url, s_prime, bar, p_top_k)
+SELECT $cycle, o.query, o.url, o.s_prime, o.bar,
+       coalesce(o.p_top_k, CASE WHEN s.url IS NULL THEN 0 ELSE 1 END)
+FROM s_odds o
+LEFT JOIN sketches s ON s.cycle = $cycle AND s.query = o.query AND s.url = o.url;

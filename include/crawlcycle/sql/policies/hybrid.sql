@@ -1,27 +1,36 @@
--- Impact-driven (Pandey & Olston): query_weight x query-based + prestige_weight x prestige-based impact, each scaled
--- to [0, 1] over the eligible frontier by $normalization: 'max' divides by the largest value (0 stays 0), 'rank'
--- takes the percent rank (ties share one). Query-based impact and the needy queries behind it come from s_impact
--- (crawlcycle.ordering.hybrid); prestige-based impact is the quadratic prestige regression (coefficients $b*) over scaled
--- PageRank (1 = average page) and in-links, floored at 0.
+-- Impact-driven (Pandey & Olston): query_weight x query-based + prestige_weight x prestige-based impact +
+-- discovery_weight x discovery value, each scaled to [0, 1] over the eligible frontier by $normalization: 'max'
+-- divides by the largest value (0 stays 0), 'rank' takes the percent rank (ties share one). Query-based impact
+-- (expected: frequency x top-K odds), the needy queries behind it and their odds come from s_impact, the discovery
+-- value (learned + opening) from s_discovery (crawlcycle.ordering.hybrid); prestige-based impact is the quadratic
+-- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0.
 WITH raw AS (
     SELECT e.url, coalesce(i.query_impact, 0) AS query_impact, coalesce(i.queries, []) AS queries,
+           coalesce(i.odds, []) AS odds, coalesce(d.learned, 0) AS learned, coalesce(d.opening, 0) AS opening,
+           coalesce(d.learned + d.opening, 0) AS discovery,
            greatest(0, $b0 + $b1 * x.pr + $b2 * e.in_links + $b11 * x.pr * x.pr + $b12 * x.pr * e.in_links
                        + $b22 * e.in_links * e.in_links) AS prestige_impact
     FROM eligible e
     CROSS JOIN (SELECT count(*) AS known FROM frontier) n
     CROSS JOIN LATERAL (SELECT e.pagerank * n.known AS pr) x
     LEFT JOIN s_impact i ON i.url = e.url
+    LEFT JOIN s_discovery d ON d.url = e.url
 ), scaled AS (
     SELECT *,
            CASE WHEN $normalization = 'rank' THEN percent_rank() OVER (ORDER BY query_impact)
                 ELSE coalesce(query_impact / nullif(max(query_impact) OVER (), 0), 0) END AS query_part,
            CASE WHEN $normalization = 'rank' THEN percent_rank() OVER (ORDER BY prestige_impact)
-                ELSE coalesce(prestige_impact / nullif(max(prestige_impact) OVER (), 0), 0) END AS prestige_part
+                ELSE coalesce(prestige_impact / nullif(max(prestige_impact) OVER (), 0), 0) END AS prestige_part,
+           CASE WHEN $normalization = 'rank' THEN percent_rank() OVER (ORDER BY discovery)
+                ELSE coalesce(discovery / nullif(max(discovery) OVER (), 0), 0) END AS discovery_part
     FROM raw
 )
-SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part, 12) AS priority,
+SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part
+                  + $discovery_weight * discovery_part, 12) AS priority,
        json_object('query_impact', query_impact, 'query_priority', round($query_weight * query_part, 12),
                    'prestige_impact', round(prestige_impact, 9),
                    'query_part', round(query_part, 9), 'prestige_part', round(prestige_part, 9),
-                   'needy_queries', queries) AS parts
+                   'discovery_learned', learned, 'discovery_opening', opening,
+                   'discovery_part', round(discovery_part, 9),
+                   'needy_queries', queries, 'needy_odds', odds) AS parts
 FROM scaled;

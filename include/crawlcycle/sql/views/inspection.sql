@@ -91,15 +91,18 @@ SELECT cycle, query, round(avg(score), 9) AS avg_score, count(*) AS results
 FROM query_results
 GROUP BY cycle, query;
 
--- Why each URL of each batch was chosen: its priority split into the query-based and prestige-based impact
--- (policy hybrid), and the needy queries whose sketches hold it. Other policies show their own parts.
+-- Why each URL of each batch was chosen: its priority split into the query-based and prestige-based impact and the
+-- discovery value (policy hybrid), the needy queries it may answer and the odds it enters each one's top K
+-- (top_k_odds). Other policies show their own parts.
 CREATE OR REPLACE VIEW v_batch_explain AS
 SELECT b.cycle, b.rank, b.url, b.policy, b.priority,
        (b.parts->>'query_impact')::DOUBLE AS query_impact,
        (b.parts->>'query_part')::DOUBLE AS query_part,
        (b.parts->>'prestige_impact')::DOUBLE AS prestige_impact,
        (b.parts->>'prestige_part')::DOUBLE AS prestige_part,
+       (b.parts->>'discovery_part')::DOUBLE AS discovery_part,
        CAST(b.parts->'needy_queries' AS VARCHAR[]) AS needy_queries,
+       CAST(b.parts->'needy_odds' AS DOUBLE[]) AS needy_odds,
        f.in_links, f.pagerank, b.parts
 FROM batches b
 JOIN frontier f USING (url)
