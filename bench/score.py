@@ -199,6 +199,9 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
     con.execute("INSERT INTO robots (origin, host, status, fetched_at, robots_txt, updated_cycle) "
                 "SELECT DISTINCT 'http://' || host, host, 200, epoch(now()), $robots, $cycle - 1 FROM pg",
                 {"robots": ROBOTS, "cycle": c})
+    # every origin answered its last try: otherwise materialize gives its URLs no batch slot before a probe
+    con.execute("INSERT INTO origin_tries (cycle, origin, host, probe, tried_at, failures, state) "
+                "SELECT updated_cycle, origin, host, false, fetched_at, 0, 'ok' FROM robots")
     say(f"history: {old_urls} URLs, {old_pages} pages, hosts")
     links = {"targets": old_urls, "per_page": n["links"] // n["pages"] + 6, "lo": 1, "hi": c - 1,
              "count": n["links"] - n["new_links"]}
