@@ -122,6 +122,11 @@ def _cell(s: Stats | None, runs: int, scale: float, digits: int, spread: str) ->
     return text if s.n == runs else f"{text} ({s.n} of {runs} runs)"
 
 
+def _head(judge: str, budget: str) -> str:
+    """A column head of the tables: the judge (``ref`` for the reference ranker) and the budget."""
+    return f"{'ref' if judge == 'reference' else judge} {budget}"
+
+
 def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget:
     % of ideal per judge and budget as ``mean ± sd`` (``spread="range"``: ``min–max``), the reference P_CS
@@ -130,8 +135,7 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     pct, pcs, seconds = aggregate(runs), aggregate(runs, "p_cs"), mean_seconds(runs)
     wasted, unanswered = waste_stats(runs, "waste_share"), waste_stats(runs, "unanswered_share")
     last = budget_label(BUDGETS[-1])
-    short = {"reference": "ref"}
-    heads = [f"{short.get(j, j)} {budget_label(b)}" for j in JUDGES for b in BUDGETS]
+    heads = [_head(j, budget_label(b)) for j in JUDGES for b in BUDGETS]
     rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | waste % | unanswered % | seconds |",
             "|---" * (len(heads) + 5) + "|"]
 
@@ -153,9 +157,8 @@ def paired(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
     ``policy`` or every rival is missing."""
     if not runs or any(policy not in r or len(r) < 2 for r in runs):
         return []
-    short = {"reference": "ref"}
     cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
-    rows = ["| run | " + " | ".join(f"{short.get(j, j)} {b}" for j, b in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    rows = ["| run | " + " | ".join(_head(j, b) for j, b in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     ratios: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
 
     def pct(summary: dict, judge: str, budget: str) -> float | None:
