@@ -3,7 +3,9 @@ were parsed, and a setting that changes parsing changes every key."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sqlite3
+import time
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -50,3 +52,28 @@ def test_settings_that_change_parsing_change_the_key(settings: Settings) -> None
         assert key != parse_cache.record_key(record, parse_cache.fingerprint(replace(settings, **{name: value})))
     for changed in (("http://a.test/b", *record[1:]), (*record[:5], b"<p>y</p>", False), (*record[:6], True)):
         assert key != parse_cache.record_key(changed, parse_cache.fingerprint(settings))
+
+
+def _open_at(path: str, start: float, results: multiprocessing.Queue) -> None:
+    while time.time() < start:  # every process opens the new file in the same instant
+        pass
+    try:
+        parse_cache.ParseCache(path).put([(b"k", ({}, [], []))])
+        results.put("ok")
+    except sqlite3.OperationalError as error:
+        results.put(str(error))
+
+
+def test_processes_opening_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    for trial in range(8):
+        path, results = str(tmp_path / f"cache-{trial}.sqlite"), context.Queue()
+        start = time.time() + 0.2
+        workers = [context.Process(target=_open_at, args=(path, start, results)) for _ in range(6)]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get(timeout=60) for _ in workers]
+        for worker in workers:
+            worker.join()
+        assert outcomes == ["ok"] * len(workers), f"trial {trial}: {outcomes}"
+        assert _entries(Path(path)) == 1

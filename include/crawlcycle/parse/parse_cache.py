@@ -11,9 +11,11 @@ processes, the parse stage writing what they computed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 import threading
+import time
 import zlib
 from functools import cache
 from importlib.metadata import version
@@ -64,7 +66,17 @@ class ParseCache:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self.con = sqlite3.connect(path, timeout=120, isolation_level=None, check_same_thread=False)
-        self.con.execute("PRAGMA journal_mode=WAL")
+        # Switching a new file to WAL takes an exclusive lock that SQLite does not wait for (no busy handler),
+        # so processes opening the same new cache at once retry it; the mode then persists in the file.
+        for attempt in itertools.count():
+            try:
+                if self.con.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.con.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                if attempt >= 200:
+                    raise
+                time.sleep(0.05)
         self.con.execute("CREATE TABLE IF NOT EXISTS parses (key BLOB PRIMARY KEY, result BLOB NOT NULL)")
 
     def get(self, key: bytes) -> tuple[dict, list, list] | None:
