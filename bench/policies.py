@@ -63,7 +63,7 @@ TITLE = re.compile(rb"<title(?:\s[^>]*)?>(.*?)</title\s*>", re.S | re.I)
 
 def build_command(name: str) -> str:
     """The command, run from the project root, that builds snapshot ``name`` from its spec."""
-    return f"python3 ../shared/corpus/build_snapshot.py bench/snapshots/{name}.json data/{name}.warc.gz"
+    return f".venv/bin/python ../shared/corpus/build_snapshot.py bench/snapshots/{name}.json data/{name}.warc.gz"
 
 
 def built_warc(name: str) -> Path:

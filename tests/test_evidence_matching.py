@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -19,7 +20,7 @@ from crawlcycle.db import connect, run_sql
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.models import score_model
 from crawlcycle.ordering import registry
-from crawlcycle.ranking import evidence_index
+from crawlcycle.ranking import evidence_index, semantic_match, sentence_embedding
 from crawlcycle.ranking.ngram_index import ngrams
 from crawlcycle.settings import load_settings
 from tests.support.demo import USER_AGENT
@@ -191,3 +192,53 @@ def test_top_k_odds_are_low_without_evidence_and_high_for_the_page_a_query_names
     named = odds.filter(pl.struct("url", "query").map_elements(lambda r: titles.get(r["url"]) == r["query"],
                                                                return_dtype=pl.Boolean))
     assert named.height and named["p_top_k"].min() > 0.5, named
+
+
+REFERENCE_TEXTS = ["how do I log in with a username and password", "requests docs test user authentication html",
+                   "Basic Authentication", "Zürich café – naïve résumé", "x",
+                   " ".join(f"word{i} and more text" for i in range(40))]  # longer than MAX_TOKENS: cut
+
+
+def test_sentence_vectors_are_those_of_the_reference_implementation() -> None:
+    """NumPy's forward pass gives the vectors sentence-transformers gives (``tests/data/SOURCES.md``)."""
+    reference = np.load(Path(__file__).parent / "data" / "minilm_reference.npy")
+    ours = sentence_embedding.encode(REFERENCE_TEXTS)
+    assert ours.shape == reference.shape
+    assert np.abs(ours - reference).max() < 1e-5
+
+
+def test_a_query_sharing_no_word_with_a_page_finds_it_by_meaning(crawls: dict[str, Path], tmp_path: Path) -> None:
+    """On the Requests pages: a question about logging in with a password, none of whose words is in the
+    authentication page's URL or anchors, is closest in meaning to that page; every text is embedded once."""
+    db = tmp_path / "crawl.duckdb"
+    shutil.copyfile(crawls["evidence"], db)
+    question = "how can I sign in with my username plus password"
+    with duckdb.connect(str(db)) as con:
+        pages = con.sql("SELECT discovery_seq AS seq, url FROM frontier").pl()
+        target = pages.filter(pl.col("url") == SITE + "user/authentication.html")["seq"].item()
+        anchors = con.execute("SELECT string_agg(anchor, ' ') FROM links l JOIN frontier f ON f.url = l.dst "
+                              "WHERE f.discovery_seq = ?", [target]).fetchall()[0][0]
+        described = set(re.split(r"\W+", f"{anchors} {SITE}user/authentication.html".lower()))
+        assert anchors and not set(question.split()) & described
+        pairs = pages.select(qid=pl.lit(0, pl.UInt32), seq="seq")
+        queries = pl.DataFrame({"qid": [0], "query": [question]}, schema={"qid": pl.UInt32, "query": pl.String})
+        matched = pairs.with_columns(semantic_match.scores(con, pairs, queries))
+        kept = con.sql("SELECT count(*) FROM text_vectors").fetchall()[0][0]
+        again = semantic_match.scores(con, pairs, queries)
+        assert con.sql("SELECT count(*) FROM text_vectors").fetchall()[0][0] == kept > pages.height
+    assert matched.sort("semantic_match", descending=True)["seq"][0] == target
+    assert again.equals(matched["semantic_match"])
+
+
+def test_s_prime_with_the_semantic_feature_records_what_it_adds(crawls: dict[str, Path], tmp_path: Path) -> None:
+    db = tmp_path / "crawl.duckdb"
+    shutil.copyfile(crawls["evidence"], db)
+    settings = load_settings(environ={}, overrides={"db_path": str(db), "data_dir": str(tmp_path),
+                                                    "semantic_match": True})
+    with connect(settings) as con:
+        cycle = con.sql("SELECT max(cycle) FROM cycles").fetchall()[0][0]
+        metrics = score_model.fit(con, settings, cycle)
+        features = con.execute("SELECT features FROM model_runs WHERE cycle = ? AND model = 's_prime'",
+                               [cycle]).fetchall()[0][0]
+    assert "semantic_match" in features
+    assert {"validation_mae", "no_semantic_validation_mae", "old_features_validation_mae"} <= set(metrics)

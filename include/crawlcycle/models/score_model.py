@@ -14,7 +14,10 @@ way frontier pages are (over the crawled pages instead): ``ngram``, up to ``PAIR
 n-gram with the query (one found on at most ``PROPOSING_DF`` URLs); ``evidence``, the query's evidence
 candidates. One query in five is held out; the model's error on it is stored in ``model_runs`` with the model
 file (``<data_dir>/models/s_prime-<cycle>.pkl``) and, in ``evidence`` mode, the error of a model trained on
-``FEATURES`` alone from the same pairs (``old_features_validation_mae``), so the gain is visible.
+``FEATURES`` alone from the same pairs (``old_features_validation_mae``), so the gain is visible. With
+``semantic_match`` on, the pair also has that feature (``semantic_match``, the best cosine between the query's
+sentence embedding and those of the page's URL words and anchor texts) and ``no_semantic_validation_mae`` is the
+error without it.
 Until a model exists, S' is 0: a matched frontier page then enters a sketch only where the query has fewer
 than K crawled results.
 
@@ -37,7 +40,7 @@ import polars as pl
 
 from crawlcycle.db import fetch_rows, query, run_sql
 from crawlcycle.models.refit import record_model
-from crawlcycle.ranking import evidence_index, ngram_index, ranker
+from crawlcycle.ranking import evidence_index, ngram_index, ranker, semantic_match
 from crawlcycle.settings import Settings
 
 FEATURES = ["share", "url_share", "anchor_share", "query_terms", "log_in_links", "log_pagerank",
@@ -50,6 +53,13 @@ PROPOSING_DF = 5000  # n-grams on more URLs than this propose no training pairs
 MIN_PAIRS = 50  # fewer training pairs than this: no model this cycle
 HOLDOUT = 5  # every fifth query is held out for validation
 BAR_FEATURES = ["log_bar", "result_share"]
+
+
+def feature_names(settings: Settings) -> list[str]:
+    """The features S' learns from under ``settings``."""
+    if settings.match_mode != "evidence":
+        return FEATURES
+    return [*EVIDENCE_FEATURES, "semantic_match"] if settings.semantic_match else EVIDENCE_FEATURES
 
 
 def stage_queries(queries: list[str]) -> pl.DataFrame:
@@ -72,6 +82,8 @@ def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
              .join(bars, on="query", how="left").drop("query")
              .with_columns(pl.col("bar", "result_share").fill_null(0.0))
              .with_columns(log_bar=pl.col("bar").log1p()))
+    if settings.match_mode == "evidence" and settings.semantic_match:
+        pairs = pairs.with_columns(semantic_match.scores(con, pairs, queries))
     run_sql(con, "impact/host_stats", cycle=cycle)
     con.register("s_pairs", pairs)
     try:
@@ -112,7 +124,7 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
     scored = ranker.pair_scores(con, settings, queries["query"].to_list(), pairs.select("qid", "url"))
     data = pairs.join(scored, on=["qid", "url"]).sort("qid", "url")
-    features = EVIDENCE_FEATURES if settings.match_mode == "evidence" else FEATURES
+    features = feature_names(settings)
     metrics: dict = {"queries": queries.height, "pairs": data.height, "match_mode": settings.match_mode}
     held_out = (pl.col("qid") % HOLDOUT) == 0
     train, valid = data.filter(~held_out), data.filter(held_out)
@@ -124,9 +136,11 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     truth, guess = valid["score"].to_numpy(), model.predict(valid.select(features).to_numpy())
     metrics.update(train_pairs=train.height, validation_pairs=valid.height, **_errors(truth, guess),
                    baseline_mae=float(np.mean(np.abs(truth - train["score"].mean()))))
-    if features != FEATURES:
-        old = _train(settings, train, FEATURES).predict(valid.select(FEATURES).to_numpy())
-        metrics.update({f"old_features_{k}": v for k, v in _errors(truth, old).items()})
+    # what the newer features add: the same pairs learnt without them
+    for label, fewer in (("old_features", FEATURES), ("no_semantic", EVIDENCE_FEATURES)):
+        if len(fewer) < len(features):
+            guess_without = _train(settings, train, fewer).predict(valid.select(fewer).to_numpy())
+            metrics.update({f"{label}_{k}": v for k, v in _errors(truth, guess_without).items()})
     record_model(con, cycle, "s_prime", features, metrics, _save(settings, "s_prime", cycle, model))
     _fit_odds(con, settings, cycle, train, valid.with_columns(s_prime=guess), [*features, *BAR_FEATURES],
               metrics["validation_rmse"])
