@@ -246,20 +246,28 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
 def refit_models(settings: Settings, cycle: int) -> dict:
     """Link measures, the n-gram and evidence indexes; the reference ranker's index and top-K (its prior reads the new
     PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
-    history; the S' model and the prestige regression."""
+    history; the S' model and the prestige regression. ``seconds`` holds each part's wall time."""
+    seconds: dict[str, float] = {}
+
+    def part(name: str, run: Callable[[], Any]) -> Any:
+        t0 = time.perf_counter()
+        result = run()
+        seconds[name] = round(time.perf_counter() - t0, 2)
+        return result
+
     with connect(settings) as con, timed(con, cycle, "refit"):
-        graph = refit.refit_link_graph(con, cycle)
-        grams = ngram_index.update(con, settings, cycle)
-        evidence = evidence_index.update(con, cycle)
-        indexed = ranker.index_pages(con, cycle)
-        ranked = ranker.rank_queries(con, settings, cycle)
-        improvability.measure(con, cycle)
-        fit = improvability.fit(con, cycle)
-        s_prime = score_model.fit(con, settings, cycle)
-        prestige_fit = prestige.fit(con, settings, cycle)
+        graph = part("link_graph", lambda: refit.refit_link_graph(con, cycle))
+        grams = part("ngram_index", lambda: ngram_index.update(con, settings, cycle))
+        evidence = part("evidence_index", lambda: evidence_index.update(con, cycle))
+        indexed = part("ranker_index", lambda: ranker.index_pages(con, cycle))
+        ranked = part("rank_queries", lambda: ranker.rank_queries(con, settings, cycle))
+        part("improvability", lambda: improvability.measure(con, cycle))
+        fit = part("improvability_fit", lambda: improvability.fit(con, cycle))
+        s_prime = part("s_prime", lambda: score_model.fit(con, settings, cycle))
+        prestige_fit = part("prestige", lambda: prestige.fit(con, settings, cycle))
         return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
-                "prestige_r2": prestige_fit.get("r2")}
+                "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}
 
 
 def select_needy(settings: Settings, cycle: int) -> int:

@@ -2,7 +2,8 @@
 -- BM25F over the evidence fields (weights $weights, b $bs per field of $fields, one k1 $k1):
 --   tf~ = sum over fields of w_f * tf_f / (1 - b_f + b_f * len_f / avg_len_f), weight = idf * tf~ / (k1 + tf~)
 -- with idf and average lengths over every URL with evidence. Each query term nominates the $depth in-scope pages
--- it weighs most; every nominee is scored over all the query's terms and the best $per_query per query are kept.
+-- it weighs most (a bounded top-$depth per term as the weights stream by: no table of every (term, page) pair);
+-- every nominee is scored over all the query's terms and the best $per_query per query are kept.
 -- Besides, the pages the query's current results (query_results of cycle $cycle, s_queries: qid, query) link to
 -- are candidates: the best $per_query per query by their best linking result's score.
 -- Returns (qid, seq, evidence_score, term_share = share of the query's terms in its evidence, via_results).
@@ -14,39 +15,32 @@ WITH fields AS (
     SELECT count(DISTINCT seq) AS n FROM evidence_lengths
 ), query_terms AS (
     SELECT DISTINCT qid, term FROM s_query_terms
-), hits AS (
-    SELECT e.term, e.seq, e.field, sum(e.tf) AS tf
-    FROM evidence_postings e
-    SEMI JOIN (SELECT DISTINCT term FROM query_terms) t ON t.term = e.term
-    SEMI JOIN s_scope s ON s.seq = e.seq
-    GROUP BY ALL
+), terms AS (
+    SELECT DISTINCT term FROM query_terms
 ), df AS (
     SELECT e.term, count(DISTINCT e.seq) AS df
-    FROM evidence_postings e SEMI JOIN (SELECT DISTINCT term FROM query_terms) t ON t.term = e.term
+    FROM evidence_postings e SEMI JOIN terms t ON t.term = e.term
     GROUP BY e.term
 ), lengths AS (
     SELECT l.seq, l.field, sum(l.length) AS length
-    FROM evidence_lengths l SEMI JOIN (SELECT DISTINCT seq FROM hits) h ON h.seq = l.seq
+    FROM evidence_lengths l SEMI JOIN s_scope s ON s.seq = l.seq
     GROUP BY ALL
-), weights AS MATERIALIZED (
+), weights AS (
+    -- tf~ is linear in each field's tf, so the rows of every cycle add up without grouping them by field first
     SELECT w.term, w.seq, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) * w.tf / ($k1 + w.tf) AS weight
-    FROM (SELECT h.term, h.seq, sum(f.weight * h.tf / (1 - f.b + f.b * l.length / s.avg_length)) AS tf
-          FROM hits h JOIN fields f USING (field) JOIN lengths l USING (seq, field) JOIN stats s USING (field)
-          WHERE f.weight > 0
-          GROUP BY h.term, h.seq) w
+    FROM (SELECT e.term, e.seq, sum(f.weight * e.tf / (1 - f.b + f.b * l.length / s.avg_length)) AS tf
+          FROM evidence_postings e
+          SEMI JOIN terms t ON t.term = e.term
+          JOIN fields f ON f.field = e.field AND f.weight > 0
+          JOIN lengths l ON l.seq = e.seq AND l.field = e.field
+          JOIN stats s ON s.field = e.field
+          GROUP BY e.term, e.seq) w
     JOIN df USING (term) CROSS JOIN docs
+), nominated AS MATERIALIZED (
+    -- each term's $depth heaviest pages (ties: the lower seq), kept as bounded lists as the rows stream by
+    SELECT term, unnest(max_by(seq, (weight, -seq), $depth)) AS seq FROM weights GROUP BY term
 ), nominees AS (
-    SELECT DISTINCT q.qid, n.seq
-    FROM query_terms q
-    JOIN (SELECT term, seq FROM weights
-          QUALIFY row_number() OVER (PARTITION BY term ORDER BY weight DESC, seq) <= $depth) n USING (term)
-), by_evidence AS (
-    SELECT n.qid, n.seq
-    FROM nominees n
-    JOIN query_terms q ON q.qid = n.qid
-    JOIN weights w ON w.term = q.term AND w.seq = n.seq
-    GROUP BY n.qid, n.seq
-    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY sum(w.weight) DESC, n.seq) <= $per_query
+    SELECT DISTINCT q.qid, n.seq FROM query_terms q JOIN nominated n USING (term)
 ), by_results AS (
     SELECT q.qid, f.discovery_seq AS seq
     FROM s_queries q
@@ -56,6 +50,18 @@ WITH fields AS (
     SEMI JOIN s_scope s ON s.seq = f.discovery_seq
     GROUP BY q.qid, f.discovery_seq
     QUALIFY row_number() OVER (PARTITION BY q.qid ORDER BY max(r.score) DESC, f.discovery_seq) <= $per_query
+), nominee_weights AS MATERIALIZED (
+    -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms
+    SELECT w.term, w.seq, w.weight
+    FROM weights w
+    SEMI JOIN (SELECT seq FROM nominated UNION SELECT seq FROM by_results) k ON k.seq = w.seq
+), by_evidence AS (
+    SELECT n.qid, n.seq
+    FROM nominees n
+    JOIN query_terms q ON q.qid = n.qid
+    JOIN nominee_weights w ON w.term = q.term AND w.seq = n.seq
+    GROUP BY n.qid, n.seq
+    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY sum(w.weight) DESC, n.seq) <= $per_query
 ), candidates AS (
     SELECT qid, seq, bool_or(via_results) AS via_results
     FROM (SELECT qid, seq, false AS via_results FROM by_evidence UNION ALL SELECT qid, seq, true FROM by_results)
@@ -66,6 +72,6 @@ SELECT c.qid, c.seq, coalesce(round(sum(w.weight), 9), 0) AS evidence_score,
 FROM candidates c
 LEFT JOIN (SELECT qid, count(*) AS terms FROM query_terms GROUP BY qid) t ON t.qid = c.qid
 LEFT JOIN query_terms q ON q.qid = c.qid
-LEFT JOIN weights w ON w.term = q.term AND w.seq = c.seq
+LEFT JOIN nominee_weights w ON w.term = q.term AND w.seq = c.seq
 GROUP BY c.qid, c.seq, c.via_results
 ORDER BY c.qid, c.seq;
