@@ -49,6 +49,11 @@ EXCLUDED = {
     ".venv/bin/python bench/policies.py --only sci-docs":
         "every policy, three runs, on a snapshot built from Debian packages first: a quarter of an hour; "
         "tests/test_bench_policies.py checks its seeds, aggregation and tables",
+    ".venv/bin/python ../shared/corpus/build_snapshot.py bench/snapshots/py-web-docs.json data/py-web-docs.warc.gz":
+        "downloads six Debian packages from the Debian mirror first, then about 25 s; bench/policies.py names this "
+        "command when the WARC is missing",
+    ".venv/bin/python ../shared/corpus/build_snapshot.py bench/snapshots/sci-docs.json data/sci-docs.warc.gz":
+        "downloads five Debian packages first; built like py-web-docs",
     'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
         "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
         "without one",
