@@ -3,8 +3,8 @@
 -- carried when first scored, shared among the pages that revealed the same URL in the same cycle, over the pages
 -- fetched in cycles with odds; estimated for the URL's path group (url_path_group), shrunk towards its host's mean
 -- and that towards the mean of all by $shrink pages' worth. opening: the query-based impact of the host's eligible
--- URLs (s_impact) over its crawled pages + 1, so a host whose anchors answer needy queries but that has few pages
--- crawled opens more of itself.
+-- URLs (s_impact) over its crawled pages (s_host_stats, staged by the matching) + 1, so a host whose anchors
+-- answer needy queries but that has few pages crawled opens more of itself.
 CREATE OR REPLACE TEMP TABLE s_discovery AS
 WITH odds_cycles AS (
     SELECT DISTINCT cycle FROM top_k_odds WHERE cycle <= $cycle
@@ -32,11 +32,9 @@ WITH odds_cycles AS (
     FROM fetched f CROSS JOIN overall o GROUP BY f.host
 ), groups AS (
     SELECT path_group, sum(value) AS total, count(*) AS n FROM fetched GROUP BY path_group
-), crawled AS (
-    SELECT host, count(*) AS pages FROM pages GROUP BY host
 ), opening AS (
     SELECT e.host, sum(coalesce(i.query_impact, 0)) / (1 + coalesce(any_value(c.pages), 0)) AS opening
-    FROM eligible e LEFT JOIN s_impact i ON i.url = e.url LEFT JOIN crawled c ON c.host = e.host
+    FROM eligible e LEFT JOIN s_impact i ON i.url = e.url LEFT JOIN s_host_stats c ON c.host = e.host
     GROUP BY e.host
 )
 SELECT e.url,
