@@ -1,15 +1,15 @@
 """Cost of one cycle's ordering stages (refit, select_needy, score, materialize) on a large synthetic crawl.
 
-    .venv/bin/python bench/score.py [--scale 1.0] [--dir DIR] [--state DIR [--build-only]]
+    .venv/bin/python bench/score.py [--scale 1 [3 10 ...]] [--dir DIR] [--state DIR [--build-only]] [--table]
 
 Builds, in a fresh DuckDB file under ``--dir`` (default: a temporary folder), the state that cycle C = 6 finds
 after its update stage. Sizes at scale 1: 1,000,000 frontier URLs on 20,000 hosts, 200,000 crawled pages,
 5,000,000 links, and a query-log partition of 100,000 distinct queries. ``--scale`` multiplies URLs, hosts and
 links; crawled pages grow as scale ** log10(5) (the crawled share of the frontier falls from 20 % to 10 % at
 scale 10) and queries as min(scale, 1) (the query log is the search engine's, not the crawl's): scale 10 is
-10,000,000 URLs, 1,000,000 pages, 50,000,000 links and 100,000 queries. ``--state DIR`` keeps the built state
-in DIR and starts from a copy of it when DIR already holds one of the same sizes (to time the stages again
-without building). Words come from a
+10,000,000 URLs, 1,000,000 pages, 50,000,000 links and 100,000 queries. ``--state DIR`` keeps each scale's built state
+in DIR/scale-S and starts from a copy of it when it holds one of the same sizes (to time the stages again
+without building; the build's seconds are kept with it). Words come from a
 50,000-word vocabulary with Zipf frequencies; link targets follow a power law; anchors mostly repeat words of the
 URL they point at.
 
@@ -28,7 +28,12 @@ Reference, in the same run on a copy of the same state: score and materialize un
 The goals on 2 cores, for the four stages together (``score_cycle_seconds``) and the peak RSS of any of them
 (``peak_rss_GiB``): at scale 1, 120 s and 4 GiB; at scale 10, 600 s and 16 GiB. A scale between is held to the
 goal of the next larger one, and the exit code is 1 when the run misses it (0 below scale 1). The last line is
-``cycle_over_indegree=<refit + select_needy + score + materialize> / <score + materialize under indegree>``.
+``cycle_over_indegree=<refit + select_needy + score + materialize> / <score + materialize under indegree>``, of
+the last scale given.
+
+Each timed scale's figures are kept in ``bench/results/score-scale<S>.json``; with two scales or more kept, the run
+ends with a table of each stage's seconds and peak RSS at every kept scale and its growth exponent between them
+(seconds ~ URLs ** exponent), next to the exponent n log n would have (``--table`` prints it alone).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -58,6 +64,8 @@ from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.settings import Settings, load_settings
 
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 CYCLE = 6  # the timed cycle; 1..CYCLE-1 are history
 FIRST_INTERVAL = date(2026, 11, 1)
 SIZES = {"urls": 1_000_000, "pages": 200_000, "links": 5_000_000, "queries": 100_000, "hosts": 20_000}
@@ -65,6 +73,7 @@ NEW_SHARE = 0.05  # share of the URLs, pages and links that cycle C's update bro
 VOCAB = 50_000
 STAGES = ("refit", "select_needy", "score", "materialize")
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
+DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
 PAGE_GROWTH = math.log10(5)  # pages grow 5x for 10x the URLs
 ROBOTS = "User-agent: *\nDisallow: /baba/\n"  # 'baba' is the most frequent word: some URLs of every host
@@ -140,7 +149,9 @@ WITH cand AS (
     FROM cand c JOIN u d ON d.seq = c.dseq
 )
 SELECT a.src, a.dst, a.anchor, false, $hi FROM anchored a
-ANTI JOIN links l ON l.src = a.src AND l.dst = a.dst AND l.anchor = a.anchor
+-- only links from the same pages can repeat one: those stored with the same cycle
+ANTI JOIN (SELECT src, dst, anchor FROM links WHERE cycle = $hi) l
+    ON l.src = a.src AND l.dst = a.dst AND l.anchor = a.anchor
 QUALIFY row_number() OVER (PARTITION BY a.src, a.dst, a.anchor ORDER BY a.k) = 1
 ORDER BY hash(a.k) LIMIT $count
 """
@@ -164,9 +175,9 @@ def sizes(scale: float) -> dict[str, int]:
 
 
 def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid", scale: float = 1.0) -> Settings:
-    # DuckDB gets half the stage's memory goal (2 GB at scale 1, the default; 8 GB at scale 10): the rest is
-    # for the frames and arrays the stages hold in Python.
-    memory = f"{goal(scale)[1] // 2 >> 30}GB"
+    # DuckDB gets part of the stage's memory goal (2 GB at scale 1, the default; 10 GB at scale 10, where 8 GB ran
+    # out in the evidence match): the rest is for the frames and arrays the stages hold in Python.
+    memory = DUCKDB_MEMORY[min((k for k in GOALS if k >= scale), default=max(GOALS))]
     return load_settings(environ={}, overrides={
         "user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)", "db_path": str(folder / "crawl.duckdb"),
         "data_dir": str(folder), "policy": policy, "batch_size": batch_size, "duckdb_threads": 2,
@@ -304,18 +315,14 @@ def in_child(fn: Callable[..., tuple], *args: object) -> tuple:
         return pool.submit(fn, *args).result()
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", type=float, default=1.0, help="multiplies URLs, pages, links, queries and hosts")
-    ap.add_argument("--dir", type=Path, help="folder for the database (default: a temporary one)")
-    ap.add_argument("--state", type=Path, help="folder keeping the built state: reused when it holds these sizes")
-    ap.add_argument("--build-only", action="store_true", help="stop once the state is built (with --state)")
-    args = ap.parse_args()
-    n = sizes(args.scale)
-    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_root: Path | None) -> dict:
+    """Build (or copy) the state of ``scale`` and time its stages; return what bench/results keeps of the run."""
+    n = sizes(scale)
+    state = state_root / f"scale-{scale:g}" if state_root else None
+    with tempfile.TemporaryDirectory(dir=folder_root) as tmp:
         folder = Path(tmp)
-        settings = bench_settings(folder, n["new_pages"], scale=args.scale)
-        print(f"scale={args.scale} cycle={CYCLE} " + " ".join(f"{k}={v}" for k, v in n.items())
+        settings = bench_settings(folder, n["new_pages"], scale=scale)
+        print(f"scale={scale:g} cycle={CYCLE} " + " ".join(f"{k}={v}" for k, v in n.items())
               + f" duckdb_memory_limit={settings.duckdb_memory_limit} cpus={os.cpu_count()} "
               f"load={os.getloadavg()[0]:.1f} db={settings.db_path}", flush=True)
         t0 = time.perf_counter()
@@ -323,24 +330,28 @@ def main() -> int:
         def say(msg: str) -> None:
             print(f"  [{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
 
-        kept = args.state / "sizes.json" if args.state else None
-        if kept and kept.exists() and json.loads(kept.read_text()) == n:
-            shutil.copytree(args.state, folder, dirs_exist_ok=True)
+        kept = state / "sizes.json" if state else None
+        run: dict = {"scale": scale, "sizes": n, "load": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
+        if kept and kept.exists() and json.loads(kept.read_text())["sizes"] == n:
+            shutil.copytree(state, folder, dirs_exist_ok=True)
             with connect(settings) as con:
                 migrate(con)  # as cycle C's begin stage would: a state kept before a migration gets it
-            say(f"state copied from {args.state}")
+            run["build_s"] = json.loads(kept.read_text())["build_s"]
+            say(f"state copied from {state} (built in {run['build_s']:.0f} s)")
         else:
             with connect(settings) as con:
                 build(con, settings, n, say)
+            run["build_s"] = round(time.perf_counter() - t0, 1)
+            say(f"state built in {run['build_s']:.0f} s")
             if kept:
-                shutil.rmtree(args.state, ignore_errors=True)
-                shutil.copytree(folder, args.state, ignore=shutil.ignore_patterns("duckdb-tmp"))
-                kept.write_text(json.dumps(n))
-                say(f"state kept in {args.state}")
-        setup = time.perf_counter() - t0
-        print(f"setup_s={setup:.1f} db_MB={Path(settings.db_path).stat().st_size / 1e6:.0f}", flush=True)
-        if args.build_only:
-            return 0
+                shutil.rmtree(state, ignore_errors=True)
+                shutil.copytree(folder, state, ignore=shutil.ignore_patterns("duckdb-tmp"))
+                kept.write_text(json.dumps({"sizes": n, "build_s": run["build_s"]}))
+                say(f"state kept in {state}")
+        run["db_MB"] = round(Path(settings.db_path).stat().st_size / 1e6)
+        print(f"setup_s={time.perf_counter() - t0:.1f} db_MB={run['db_MB']}", flush=True)
+        if build_only:
+            return run
         # The reference starts from the same state: a copy, as the stages below rewrite what it would overwrite.
         (folder / "reference").mkdir()
         shutil.copy(settings.db_path, folder / "reference" / "crawl.duckdb")
@@ -359,21 +370,106 @@ def main() -> int:
             print(f"gate {'+'.join(names)}: validation {validated:.2f} s, GX import {imported:.2f} s, "
                   f"peak RSS {peak / (1 << 30):.2f} GiB", flush=True)
         reference = {}
-        indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=args.scale)
+        indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=scale)
         for name in ("score", "materialize"):
             reference[name], _, _ = in_child(run_stage, name, indegree)
         print(f"reference (policy indegree, copy of the same state): score {reference['score']:.2f} s, "
               f"materialize {reference['materialize']:.2f} s")
     total, ref = sum(seconds.values()), sum(reference.values())
-    budget_s, budget_rss = goal(args.scale)
-    met = total <= budget_s and max(peaks.values()) <= budget_rss
     print(f"score_materialize_over_indegree={(seconds['score'] + seconds['materialize']) / ref:.2f}")
     print(f"gate_validation_share={sum(checks) / (total + sum(checks)):.3f} (goal under 0.1; GX import "
           f"{sum(imports):.1f} s more over {len(imports)} gate tasks)")
-    print(f"peak_rss_GiB={max(peaks.values()) / (1 << 30):.2f} (goal {budget_rss / (1 << 30):.0f} GiB)")
-    print(f"score_cycle_seconds={total:.2f} (goal {budget_s:.0f} s: {'met' if met else 'missed'})")
-    print(f"cycle_over_indegree={total / ref:.2f}")
-    return 0 if args.scale < 1 or met else 1
+    run.update(seconds={k: round(v, 2) for k, v in seconds.items()},
+               peak_GiB={k: round(v / (1 << 30), 2) for k, v in peaks.items()},
+               reference={k: round(v, 2) for k, v in reference.items()})
+    return run
+
+
+def summary(run: dict) -> tuple[list[str], bool]:
+    """The goal lines of a timed run (``cycle_over_indegree`` last) and whether it met its goals."""
+    total, peak = sum(run["seconds"].values()), max(run["peak_GiB"].values())
+    budget_s, budget_rss = goal(run["scale"])
+    met = total <= budget_s and peak <= budget_rss / (1 << 30)
+    return [f"peak_rss_GiB={peak:.2f} (goal {budget_rss / (1 << 30):.0f} GiB)",
+            f"score_cycle_seconds={total:.2f} (goal {budget_s:.0f} s: {'met' if met else 'missed'})",
+            f"cycle_over_indegree={total / sum(run['reference'].values()):.2f}"], met
+
+
+def growth_table(runs: list[dict]) -> str:
+    """Seconds and peak RSS of each stage at each scale, and each stage's growth exponent between successive
+    scales (t ~ n ** e, n the frontier's URLs) next to that of n log n."""
+    runs = sorted(runs, key=lambda r: r["scale"])
+    rows = [*STAGES, "four stages", "build"]
+
+    def value(run: dict, row: str) -> float:
+        if row == "build":
+            return run["build_s"]
+        return sum(run["seconds"].values()) if row == "four stages" else run["seconds"][row]
+
+    def memory(run: dict, row: str) -> str:
+        if row == "build":
+            return ""
+        peak = max(run["peak_GiB"].values()) if row == "four stages" else run["peak_GiB"][row]
+        return f", {peak:.2f} GiB"
+
+    steps = list(zip(runs, runs[1:], strict=False))
+    urls = [r["sizes"]["urls"] for r in runs]
+    nlogn = [math.log(b * math.log(b) / (a * math.log(a))) / math.log(b / a)
+             for a, b in zip(urls, urls[1:], strict=False)]
+    head = ["stage", *(f"scale {r['scale']:g} ({r['sizes']['urls'] / 1e6:g} M URLs)" for r in runs),
+            *(f"exponent {a['scale']:g}→{b['scale']:g}" for a, b in steps)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        cells = [f"{value(r, row):.1f} s{memory(r, row)}" for r in runs]
+        cells += [f"{math.log(value(b, row) / value(a, row)) / math.log(b['sizes']['urls'] / a['sizes']['urls']):.2f}"
+                  for a, b in steps]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    lines.append("| n log n | " + " | ".join("" for _ in runs) + " | "
+                 + " | ".join(f"{e:.2f}" for e in nlogn) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, nargs="+", default=[1.0],
+                    help="one or more scales; each multiplies URLs, pages, links, queries and hosts")
+    ap.add_argument("--dir", type=Path, help="folder for the databases (default: a temporary one)")
+    ap.add_argument("--state", type=Path, help="folder keeping each scale's built state (scale-S/), reused when it "
+                                               "holds the same sizes")
+    ap.add_argument("--build-only", action="store_true", help="stop once the states are built (with --state)")
+    ap.add_argument("--table", action="store_true", help="only print the growth table of the kept results")
+    args = ap.parse_args()
+    kept = {}
+    for path in RESULTS.glob("score-scale*.json"):
+        run = json.loads(path.read_text())
+        kept[run["scale"]] = run
+    met = True
+    for scale in [] if args.table else args.scale:
+        run = run_scale(scale, args.state, args.build_only, args.dir)
+        if args.build_only:
+            continue
+        run["commit"] = commit()
+        (RESULTS / f"score-scale{scale:g}.json").write_text(json.dumps(run, indent=1) + "\n")
+        kept[scale] = run
+        lines, ok = summary(run)
+        met = met and (ok or scale < 1)
+        if scale != args.scale[-1]:
+            print("\n".join(lines) + "\n", flush=True)
+    if len(kept) > 1 and not args.build_only:
+        print(f"\nGrowth, from the results kept in {RESULTS.relative_to(ROOT)} (score-scale*.json):")
+        print(growth_table(list(kept.values())))
+    if not args.table and not args.build_only:
+        print("\n".join(summary(kept[args.scale[-1]])[0]))
+    return 0 if met else 1
+
+
+def commit() -> str:
+    """The checked-out commit, so a kept result says what it measured."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 if __name__ == "__main__":

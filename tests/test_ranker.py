@@ -21,6 +21,7 @@ from crawlcycle.db import connect, migrate
 from crawlcycle.models.refit import refit_link_graph
 from crawlcycle.parse.records import parse_warcs
 from crawlcycle.ranking import ranker
+from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.settings import Settings, SettingsError, load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
@@ -48,8 +49,8 @@ def add_crawl(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame, links: pl.Dat
     con.register("t_links", links)
     con.execute("INSERT INTO pages (url, host, cycle, status, title, text, duplicate_of, noindex) "
                 "SELECT url, split_part(url, '/', 3), cycle, 200, title, text, duplicate_of, noindex FROM t_pages")
-    con.execute("INSERT INTO links (src, dst, anchor, cycle) SELECT src, dst, anchor, cycle FROM t_links "
-                "ON CONFLICT DO NOTHING")
+    con.execute("INSERT INTO links (src, dst, anchor, cycle) SELECT DISTINCT t.src, t.dst, t.anchor, t.cycle "
+                "FROM t_links t ANTI JOIN links l ON l.src = t.src AND l.dst = t.dst AND l.anchor = t.anchor")
     con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
                 "SELECT url, split_part(url, '/', 3), 0, row_number() OVER (ORDER BY url) + "
                 "(SELECT count(*) FROM frontier), 'link' "
@@ -67,6 +68,23 @@ def test_terms_are_query_normalised_letter_and_digit_runs_without_stopwords() ->
     text = "The Foreign_Key of ＳＱＬｉｔｅ3 — naïve ÉCOLE, and x-2!"
     got = pl.DataFrame({"t": [text, None]}).select(ranker.terms(pl.col("t")))["t"].to_list()
     assert got == [["foreign", "key", "sqlite3", "naïve", "école", "x", "2"], None]
+
+
+def test_terms_equal_those_of_normalize_query_on_real_queries(shared: Path) -> None:
+    texts = [line.split("\t")[-1] for line in (shared / "queries" / "staqc_sql_titles.tsv").read_text().splitlines()]
+    texts += (shared / "queries" / "topics.mq.1-10000.txt").read_text(errors="replace").splitlines()
+    texts += ["ΟΔΟΣ ΣΊΣΥΦΟΣ", "İstanbul Straße", "ﬁle ½ x² Ⅻ ＡＢＣ", "Ǆemal", "日本語のテキスト", "plain ascii"]
+    # the same runs of letters and digits (one regex engine for both), found in each text normalize_query gives
+    normalised = pl.DataFrame({"t": [normalize_query(t) for t in texts]})
+    expected = normalised.select(pl.col("t").str.extract_all(ranker._TERM)
+                                 .list.filter(~pl.element().is_in(ranker.STOPWORDS)))["t"].to_list()
+    assert pl.DataFrame({"t": texts}).select(ranker.terms(pl.col("t")))["t"].to_list() == expected
+
+
+def test_url_text_is_host_and_path_percent_decoded() -> None:
+    urls = ["http://a.test/caf%C3%A9/x%20y", "https://b.test:8080/p?q=1", "no-scheme/%41", None]
+    got = pl.DataFrame({"u": urls}).select(ranker.url_text(pl.col("u")))["u"].to_list()
+    assert got == ["a.test/café/x y", "b.test:8080/p?q=1", "no-scheme/A", None]
 
 
 # A small hand-made crawl: page -> (title, text); words are plain lower-case ASCII and no stopwords, so the

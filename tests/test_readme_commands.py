@@ -54,6 +54,11 @@ EXCLUDED = {
         "command when the WARC is missing",
     ".venv/bin/python ../shared/corpus/build_snapshot.py bench/snapshots/sci-docs.json data/sci-docs.warc.gz":
         "downloads five Debian packages first; built like py-web-docs",
+    ".venv/bin/python bench/score.py --scale 10 --state data/bench-score":
+        "builds a 10 M-URL crawl state (a quarter of an hour, 7 GB) and times the stages on it (15 minutes more); "
+        "make bench-score runs the same bench at scale 1",
+    ".venv/bin/python bench/score.py --scale 1 3 --state data/bench-score":
+        "builds and times scales 1 and 3: about 15 minutes; make bench-score runs scale 1",
     'echo "AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)" > docker/.env':
         "writes the secret of the Docker deployment; tests/test_docker.py checks the compose file refuses to start "
         "without one",

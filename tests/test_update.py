@@ -10,7 +10,7 @@ import polars as pl
 
 from crawlcycle.db import connect, migrate
 from crawlcycle.parse.simhash import simhash
-from crawlcycle.pipeline import stages
+from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.pipeline.update import mark_stored_duplicates
 from crawlcycle.settings import Settings
 from tests.support.faultserver import FaultServer, respond
@@ -101,3 +101,21 @@ def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Setting
         assert con.execute("SELECT status, status_cycle FROM frontier WHERE url = 'http://r.test/target'"
                            ).fetchall() == [("fetched", 2)]
         assert con.execute("SELECT cycle FROM pages WHERE url = 'http://r.test/target'").fetchall() == [(2,)]
+
+
+def test_a_link_stored_in_an_earlier_cycle_is_not_added_again(settings: Settings) -> None:
+    stages.init(settings)
+    stages.run_cycle(settings, date(2026, 11, 1), progress=lambda m: None)
+    stages.run_cycle(settings, date(2026, 11, 2), progress=lambda m: None)
+    key = "src || ' ' || dst || ' ' || anchor"
+    with connect(settings) as con:
+        # one of cycle 2's links, as if an earlier cycle had stored it already
+        moved = con.execute(f"SELECT {key} FROM links WHERE cycle = 2 ORDER BY ALL LIMIT 1").fetchall()[0][0]
+        con.execute(f"UPDATE links SET cycle = 1 WHERE {key} = ?", [moved])
+        before = con.execute("SELECT count(*) FROM links").fetchall()[0][0]
+    stages.update_tables(settings, 2, shard_storage.stored_shards(settings, 2))
+    with connect(settings, read_only=True) as con:
+        assert con.execute(f"SELECT cycle FROM links WHERE {key} = ?", [moved]).fetchall() == [(1,)]
+        assert con.execute("SELECT count(*) FROM links").fetchall()[0][0] == before
+        assert con.execute("SELECT count(*) FROM (SELECT DISTINCT src, dst, anchor FROM links)").fetchall()[0][0] \
+            == before

@@ -8,7 +8,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import fetch_rows, run_sql, scalar
+from crawlcycle.db import fetch_rows, run_sql, scalar, transaction
 from crawlcycle.models.graph import known_graph, pagerank
 
 
@@ -31,13 +31,14 @@ def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: 
 
 def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     """In-degree (distinct linking pages) and PageRank of every known URL, stored on the frontier rows."""
-    n, src, dst = known_graph(con)
-    fit = pagerank(src, dst, n)
-    con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
-                                             "pagerank": fit.scores}))
-    run_sql(con, "models/link_measures")
-    con.unregister("s_measures")
-    con.execute("DROP TABLE r_ids")
+    with transaction(con):
+        n, src, dst = known_graph(con)
+        fit = pagerank(src, dst, n)
+        con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
+                                                 "pagerank": fit.scores}))
+        run_sql(con, "models/link_measures")
+        con.unregister("s_measures")
+        con.execute("DROP TABLE r_ids")
     metrics = {"nodes": n, "edges": len(src), "iterations": fit.iterations, "residual": fit.residual}
     record_model(con, cycle, "pagerank", ["links"], metrics)
     return metrics

@@ -18,8 +18,7 @@ import duckdb
 import polars as pl
 
 from crawlcycle.db import query, run_sql, scalar
-from crawlcycle.ranking.ngram_index import url_text
-from crawlcycle.ranking.ranker import terms
+from crawlcycle.ranking.ranker import terms, url_text
 from crawlcycle.settings import EVIDENCE_FIELDS, Settings
 
 CHUNK_ROWS = 200_000  # URLs or links tokenized at once: bounds memory on a large first index

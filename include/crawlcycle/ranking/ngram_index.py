@@ -13,13 +13,11 @@ cycle so that a re-run replaces them.
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 import duckdb
 import polars as pl
 
 from crawlcycle.db import query, run_sql, scalar
-from crawlcycle.ranking.ranker import terms
+from crawlcycle.ranking.ranker import terms, url_text
 from crawlcycle.settings import Settings
 
 ALL = 2**31 - 1  # no limit
@@ -37,11 +35,6 @@ def ngrams(frame: pl.DataFrame, key: str, text: str, g: int) -> pl.DataFrame:
         joined = joined + " " + pl.col("term").shift(-n)
         grams.append(tokens.select(key, gram=pl.when(same_text).then(joined)).drop_nulls("gram"))
     return pl.concat(grams).unique()
-
-
-def url_text(url: pl.Expr) -> pl.Expr:
-    """Host and path of each URL, percent-decoded: the text whose terms are the URL tokens."""
-    return url.map_elements(lambda u: unquote(u.split("://", 1)[-1]), return_dtype=pl.String)
 
 
 def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, int]:

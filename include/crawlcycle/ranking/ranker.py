@@ -28,7 +28,7 @@ from urllib.parse import unquote
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.db import query, run_sql, scalar, transaction
 from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.settings import RANK_FIELDS, Settings
@@ -42,9 +42,30 @@ CHUNK_PAGES = 5000  # pages tokenized at once: bounds memory when a large crawl 
 
 
 def terms(text: pl.Expr) -> pl.Expr:
-    """The terms of each text, in order, repeats kept."""
-    return (text.map_elements(normalize_query, return_dtype=pl.String).str.extract_all(_TERM)
+    """The terms of each text, in order, repeats kept: those of ``normalize_query``'s text, computed on the column
+    (a Python call per text would bound every index build)."""
+    return (text.map_batches(_nfkc_lower, return_dtype=pl.String).str.extract_all(_TERM)
             .list.filter(~pl.element().is_in(STOPWORDS)))
+
+
+def _nfkc_lower(texts: pl.Series) -> pl.Series:
+    # NFKC leaves ASCII as it is: only texts with other characters are normalised
+    wide = texts.str.contains(r"[^\x00-\x7F]").fill_null(False)
+    if wide.any():
+        texts = texts.scatter(wide.arg_true(), texts.filter(wide).str.normalize("NFKC"))
+    return texts.str.to_lowercase()
+
+
+def url_text(url: pl.Expr) -> pl.Expr:
+    """Host and path of each URL, percent-decoded: the text whose terms are the URL tokens."""
+    return url.str.replace(r"^.*?://", "").map_batches(_percent_decode, return_dtype=pl.String)
+
+
+def _percent_decode(urls: pl.Series) -> pl.Series:
+    escaped = urls.str.contains("%", literal=True).fill_null(False)
+    if escaped.any():
+        urls = urls.scatter(escaped.arg_true(), [unquote(u) for u in urls.filter(escaped)])
+    return urls
 
 
 def _postings(fields: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +78,7 @@ def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
     """Bring the index up to date after cycle ``cycle``: index the pages not indexed yet, drop pages that are no
     longer indexable, and rewrite the anchor field of pages with new in-links. Running it again for the same
     cycle leaves the same tables. Returns how many pages got their content fields and anchor field written."""
-    with _transaction(con):
+    with transaction(con):
         run_sql(con, "ranker/sync_docs", cycle=cycle)
         counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
         # Every chunk's input is read from links and pages in one pass, and every chunk's output is written to the
@@ -75,10 +96,9 @@ def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
     """Tokenize the fields of pages ``first``..``last`` of r_refresh into s_rewrite and s_postings."""
     pages = query(con, "ranker/content", first=first, last=last)
     anchors = query(con, "ranker/anchors", first=first, last=last)
-    url_text = pl.col("url").map_elements(lambda u: unquote(u.split("://", 1)[-1]), return_dtype=pl.String)
     fields = pl.concat([
         pages.select("url", field=pl.lit(name), content=column, n=pl.lit(1, dtype=pl.Int64))
-        for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text))
+        for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text(pl.col("url"))))
     ] + [anchors.select("url", field=pl.lit("anchor"), content="anchor", n="links")])
     con.register("s_chunk_rewrite", fields.select("url", "field").unique())
     con.register("s_chunk_postings", _postings(fields))
@@ -119,7 +139,7 @@ def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         return 0
     if queries is None:
         queries = query(con, "ranker/cycle_queries", cycle=cycle)["query"].to_list()
-    with _weights(con, settings, [normalize_query(q) for q in queries]), _transaction(con):
+    with _weights(con, settings, [normalize_query(q) for q in queries]), transaction(con):
         run_sql(con, "ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
     return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])
 
@@ -159,17 +179,6 @@ def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -
     return dict(zip(scores["url"], scores["score"], strict=True))
 
 
-@contextmanager
-def _transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    con.execute("BEGIN")
-    try:
-        yield
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
-
-
 def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, path: str | Path) -> int:
     """Replace cycle ``cycle``'s results with another engine's top K; return the rows written.
 
@@ -206,7 +215,7 @@ def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         raise ValueError(f"results {path}: query and rank repeat, e.g. {repeated.row(0)}")
     con.register("s_results", df)
     try:
-        with _transaction(con):
+        with transaction(con):
             con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
             con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",
                         [cycle])

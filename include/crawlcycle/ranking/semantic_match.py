@@ -14,7 +14,7 @@ import polars as pl
 
 from crawlcycle.db import query
 from crawlcycle.ranking import sentence_embedding
-from crawlcycle.ranking.ngram_index import url_text
+from crawlcycle.ranking.ranker import url_text
 
 ANCHORS_PER_PAGE = 20
 PAIR_ROWS = 200_000  # (pair, text) rows scored at once: bounds the gathered vectors' memory

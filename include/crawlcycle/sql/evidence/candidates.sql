@@ -18,23 +18,25 @@ WITH fields AS (
 ), terms AS (
     SELECT DISTINCT term FROM query_terms
 ), df AS (
-    SELECT e.term, count(DISTINCT e.seq) AS df
-    FROM evidence_postings e SEMI JOIN terms t ON t.term = e.term
-    GROUP BY e.term
+    -- distinct (term, page) pairs first: a grouped count(DISTINCT) holds every pair in memory at once
+    SELECT term, count(*) AS df
+    FROM (SELECT DISTINCT e.term, e.seq FROM evidence_postings e SEMI JOIN terms t ON t.term = e.term)
+    GROUP BY term
 ), lengths AS (
     SELECT l.seq, l.field, sum(l.length) AS length
     FROM evidence_lengths l SEMI JOIN s_scope s ON s.seq = l.seq
     GROUP BY ALL
-), weights AS (
+), tf_rows AS (
     -- tf~ is linear in each field's tf, so the rows of every cycle add up without grouping them by field first
+    SELECT e.term, e.seq, f.weight * e.tf / (1 - f.b + f.b * l.length / s.avg_length) AS tf
+    FROM evidence_postings e
+    SEMI JOIN terms t ON t.term = e.term
+    JOIN fields f ON f.field = e.field AND f.weight > 0
+    JOIN lengths l ON l.seq = e.seq AND l.field = e.field
+    JOIN stats s ON s.field = e.field
+), weights AS (
     SELECT w.term, w.seq, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) * w.tf / ($k1 + w.tf) AS weight
-    FROM (SELECT e.term, e.seq, sum(f.weight * e.tf / (1 - f.b + f.b * l.length / s.avg_length)) AS tf
-          FROM evidence_postings e
-          SEMI JOIN terms t ON t.term = e.term
-          JOIN fields f ON f.field = e.field AND f.weight > 0
-          JOIN lengths l ON l.seq = e.seq AND l.field = e.field
-          JOIN stats s ON s.field = e.field
-          GROUP BY e.term, e.seq) w
+    FROM (SELECT term, seq, sum(tf) AS tf FROM tf_rows GROUP BY term, seq) w
     JOIN df USING (term) CROSS JOIN docs
 ), nominated AS MATERIALIZED (
     -- each term's $depth heaviest pages (ties: the lower seq), kept as bounded lists as the rows stream by
@@ -51,10 +53,13 @@ WITH fields AS (
     GROUP BY q.qid, f.discovery_seq
     QUALIFY row_number() OVER (PARTITION BY q.qid ORDER BY max(r.score) DESC, f.discovery_seq) <= $per_query
 ), nominee_weights AS MATERIALIZED (
-    -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms
-    SELECT w.term, w.seq, w.weight
-    FROM weights w
-    SEMI JOIN (SELECT seq FROM nominated UNION SELECT seq FROM by_results) k ON k.seq = w.seq
+    -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms (their
+    -- rows picked before grouping, so the grouping covers only them)
+    SELECT w.term, w.seq, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) * w.tf / ($k1 + w.tf) AS weight
+    FROM (SELECT r.term, r.seq, sum(r.tf) AS tf
+          FROM tf_rows r SEMI JOIN (SELECT seq FROM nominated UNION SELECT seq FROM by_results) k ON k.seq = r.seq
+          GROUP BY r.term, r.seq) w
+    JOIN df USING (term) CROSS JOIN docs
 ), by_evidence AS (
     SELECT n.qid, n.seq
     FROM nominees n

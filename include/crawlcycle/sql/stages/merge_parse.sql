@@ -45,10 +45,14 @@ INSERT INTO url_rejects
 SELECT $cycle, src, url, coalesce(out_of_scope, 'host_cap') FROM s_counted
 WHERE out_of_scope IS NOT NULL OR host_n > $max_urls_per_host
 ORDER BY seq;
--- The link graph stays closed: links are kept between known URLs only.
+-- The link graph stays closed: links are kept between known URLs only, each (src, dst, anchor) once (s_links is
+-- distinct; of the stored links only those of the batch's pages can repeat one).
 INSERT INTO links
-SELECT l.src, l.dst, l.anchor, l.context, l.nofollow, $cycle FROM s_links l SEMI JOIN frontier f ON f.url = l.dst
-ON CONFLICT DO NOTHING;
+SELECT l.src, l.dst, l.anchor, l.context, l.nofollow, $cycle
+FROM s_links l
+SEMI JOIN frontier f ON f.url = l.dst
+ANTI JOIN (SELECT src, dst, anchor FROM links WHERE src IN (SELECT src FROM s_links)) k
+    ON k.src = l.src AND k.dst = l.dst AND k.anchor = l.anchor;
 INSERT INTO url_rejects SELECT $cycle, src, raw, reason FROM s_rejects;
 -- A fetched page whose content repeats an earlier page is a duplicate, not a new crawled page.
 UPDATE frontier SET status = 'duplicate', status_cycle = $cycle
