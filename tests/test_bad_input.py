@@ -155,3 +155,33 @@ def test_a_cycle_started_before_the_one_before_it_finished(settings: Settings, t
     stages.begin(settings, date(2026, 11, 1))  # opened, never finished
     _one_line(run_cli("cycle", "--date", "2026-11-02", config=tmp_path / "s.toml"),
               "cycle 1 (interval 2026-11-01) has not finished")
+
+
+@pytest.mark.parametrize(("statement", "words"), [
+    ("select count(*) from nosuch", ("Catalog Error", "nosuch")),
+    ("DROP TABLE pages", ("read-only",)),
+])
+def test_a_bad_sql_statement_is_duckdbs_one_line_and_changes_nothing(tmp_path: Path, statement: str,
+                                                                     words: tuple[str, ...]) -> None:
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.demo.test/\n")
+    cfg, settings = _config(tmp_path, seeds_file=str(seeds))
+    assert run_cli("init", config=cfg).returncode == 0
+    _one_line(run_cli("sql", statement, config=cfg), "crawlcycle: sql: ", *words)
+    assert "1" in run_cli("sql", "SELECT count(*) AS n FROM pages UNION ALL SELECT 1", config=cfg).stdout
+
+
+def test_a_quality_gate_stopping_a_cycle_ends_it_with_its_message_and_status_1(settings: Settings,
+                                                                                tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    strict = replace(settings, gate_min_links_per_page=1000.0, gate_min_sample=1)
+    write_toml(strict, tmp_path / "s.toml")
+    assert run_cli("init", config=tmp_path / "s.toml").returncode == 0
+    res = run_cli("cycle", "--date", "2026-11-01", config=tmp_path / "s.toml")
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    last = res.stderr.splitlines()[-1]
+    assert last.startswith("crawlcycle: the cycle stopped at a quality gate: gate parse failed for cycle 1 on "), last
+    assert "links_per_page" in last
+    write_toml(settings, tmp_path / "s.toml")  # the cause fixed: the same date runs again
+    assert run_cli("cycle", "--date", "2026-11-01", config=tmp_path / "s.toml").returncode == 0

@@ -83,10 +83,16 @@ def cmd_demo_web(args: argparse.Namespace) -> int:
 
 def cmd_cycle(args: argparse.Namespace) -> int:
     from crawlcycle.pipeline.stages import run_cycle
+    from crawlcycle.quality.gates import GateFailed
 
     settings = _settings(args, fetches=True)
     day = date.fromisoformat(args.date) if args.date else date.today()
-    run_cycle(settings, day, progress=lambda m: print(m, flush=True))
+    try:
+        run_cycle(settings, day, progress=lambda m: print(m, flush=True))
+    except GateFailed as e:
+        # its report went to the log; the cycle stays open for a fix and a re-run of the same date
+        print(f"crawlcycle: the cycle stopped at a quality gate: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -168,13 +174,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    import duckdb
     import polars as pl
 
     from crawlcycle.db import connect
 
     with connect(_settings(args), read_only=True) as con, pl.Config(tbl_rows=args.rows, tbl_cols=-1,
                                                                      tbl_width_chars=200, fmt_str_lengths=80):
-        print(con.sql(args.query).pl())
+        try:
+            result = con.sql(args.query)
+        except duckdb.Error as e:  # a typo or a write to the read-only database: DuckDB's own first line
+            print(f"crawlcycle: sql: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
+        print(result.pl() if result is not None else "ok")
     return 0
 
 
