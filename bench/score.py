@@ -177,7 +177,7 @@ def sizes(scale: float) -> dict[str, int]:
 def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid", scale: float = 1.0) -> Settings:
     # DuckDB gets part of the stage's memory goal (2 GB at scale 1, the default; 10 GB at scale 10, where 8 GB ran
     # out in the evidence match): the rest is for the frames and arrays the stages hold in Python.
-    memory = DUCKDB_MEMORY[min((k for k in GOALS if k >= scale), default=max(GOALS))]
+    memory = DUCKDB_MEMORY[goal_scale(scale)]
     return load_settings(environ={}, overrides={
         "user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)", "db_path": str(folder / "crawl.duckdb"),
         "data_dir": str(folder), "policy": policy, "batch_size": batch_size, "duckdb_threads": 2,
@@ -280,9 +280,14 @@ def write_shard(con: duckdb.DuckDBPyConnection, settings: Settings, c: int) -> N
         con.execute(f"COPY ({select}) TO '{shard / name}.parquet' (FORMAT parquet)", {"cycle": c})
 
 
+def goal_scale(scale: float) -> int:
+    """The scale whose goals and DuckDB memory a run at ``scale`` takes: the smallest goal scale >= it."""
+    return min((k for k in GOALS if k >= scale), default=max(GOALS))
+
+
 def goal(scale: float) -> tuple[float, int]:
-    """(seconds, peak RSS bytes) a run at ``scale`` is held to: the goal of the smallest goal scale >= it."""
-    return GOALS[min((k for k in GOALS if k >= scale), default=max(GOALS))]
+    """(seconds, peak RSS bytes) a run at ``scale`` is held to."""
+    return GOALS[goal_scale(scale)]
 
 
 def peak_rss() -> int:

@@ -131,10 +131,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         version = int(path.name[:3])
         if version in done:
             continue
-        con.execute("BEGIN")
-        run_sql(con, f"migrations/{path.stem}")
-        con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, path.stem])
-        con.execute("COMMIT")
+        with transaction(con):
+            run_sql(con, f"migrations/{path.stem}")
+            con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, path.stem])
         applied.append(path.stem)
     for path in sorted((SQL_DIR / "views").glob("*.sql")):
         run_sql(con, f"views/{path.stem}")

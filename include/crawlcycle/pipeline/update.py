@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.db import query, run_sql, scalar, transaction
 from crawlcycle.ordering import registry
 from crawlcycle.parse.canonical import host_of
 from crawlcycle.parse.simhash import NearDuplicateIndex
@@ -68,29 +68,25 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
              for name in (*shard_files.FETCH_OUTPUTS, *shard_files.PARSE_OUTPUTS)}
     counts = {"fetch_rows": 0, "pages": 0, "links": 0}
     con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
-    con.execute("BEGIN")
     try:
-        run_sql(con, "stages/rollback_cycle", cycle=cycle)
-        registry.clear_cycle(con, cycle)
-        if dirs:
-            run_sql(con, "stages/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
-            counts = {"fetch_rows": scalar(con, "SELECT count(*) FROM s_fetch_log"),
-                      "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
-                      "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
-        if counts["fetch_rows"]:
-            run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit,
-                    origin_retry_cycles=settings.origin_retry_cycles, origin_park_after=settings.origin_park_after,
-                    origin_park_cycles=settings.origin_park_cycles, path_refusals=settings.path_refusals)
-            fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
-            con.register("s_duplicates", fetched.select("file_index", "row_index", "duplicate_of", "exact_copy"))
-            run_sql(con, "stages/stage_parse_files", **files)
-            run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
-                    scope=settings.scope_rules())
-        run_sql(con, "stages/cycle_figures", cycle=cycle)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            run_sql(con, "stages/rollback_cycle", cycle=cycle)
+            registry.clear_cycle(con, cycle)
+            if dirs:
+                run_sql(con, "stages/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
+                counts = {"fetch_rows": scalar(con, "SELECT count(*) FROM s_fetch_log"),
+                          "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
+                          "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
+            if counts["fetch_rows"]:
+                run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit,
+                        origin_retry_cycles=settings.origin_retry_cycles, origin_park_after=settings.origin_park_after,
+                        origin_park_cycles=settings.origin_park_cycles, path_refusals=settings.path_refusals)
+                fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
+                con.register("s_duplicates", fetched.select("file_index", "row_index", "duplicate_of", "exact_copy"))
+                run_sql(con, "stages/stage_parse_files", **files)
+                run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
+                        scope=settings.scope_rules())
+            run_sql(con, "stages/cycle_figures", cycle=cycle)
     finally:
         for table in _STAGED:
             con.execute(f"DROP TABLE IF EXISTS {table}")

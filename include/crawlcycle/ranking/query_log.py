@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import query, run_sql, transaction
 from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.settings import InputError, Settings
 
@@ -195,13 +195,8 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
     part = read_partition(settings, day)
     con.register("s_query_log", part.rows)
     try:
-        con.begin()
-        try:
+        with transaction(con):
             run_sql(con, "query_log/ingest", partition=day)
-        except BaseException:
-            con.rollback()
-            raise
-        con.commit()
     finally:
         con.unregister("s_query_log")
     _log.info("query log %s: %d rows, %d empty queries dropped, %d shown URLs not admitted",

@@ -20,7 +20,7 @@ engine with :func:`load_results` (source ``loaded``): :func:`rank_queries` leave
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote
@@ -50,22 +50,22 @@ def terms(text: pl.Expr) -> pl.Expr:
 
 def _nfkc_lower(texts: pl.Series) -> pl.Series:
     # NFKC leaves ASCII as it is: only texts with other characters are normalised
-    wide = texts.str.contains(r"[^\x00-\x7F]").fill_null(False)
-    if wide.any():
-        texts = texts.scatter(wide.arg_true(), texts.filter(wide).str.normalize("NFKC"))
-    return texts.str.to_lowercase()
+    wide = texts.str.contains(r"[^\x00-\x7F]")
+    return _where(texts, wide, lambda some: some.str.normalize("NFKC")).str.to_lowercase()
 
 
 def url_text(url: pl.Expr) -> pl.Expr:
     """Host and path of each URL, percent-decoded: the text whose terms are the URL tokens."""
-    return url.str.replace(r"^.*?://", "").map_batches(_percent_decode, return_dtype=pl.String)
+    return url.str.replace(r"^.*?://", "").map_batches(
+        lambda urls: _where(urls, urls.str.contains("%", literal=True),
+                            lambda some: pl.Series([unquote(u) for u in some], dtype=pl.String)),
+        return_dtype=pl.String)
 
 
-def _percent_decode(urls: pl.Series) -> pl.Series:
-    escaped = urls.str.contains("%", literal=True).fill_null(False)
-    if escaped.any():
-        urls = urls.scatter(escaped.arg_true(), [unquote(u) for u in urls.filter(escaped)])
-    return urls
+def _where(values: pl.Series, mask: pl.Series, change: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """``values`` with ``change`` applied to those where ``mask`` holds (the rest, often nearly all, untouched)."""
+    mask = mask.fill_null(False)
+    return values.scatter(mask.arg_true(), change(values.filter(mask))) if mask.any() else values
 
 
 def _postings(fields: pl.DataFrame) -> pl.DataFrame:

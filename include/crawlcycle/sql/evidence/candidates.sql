@@ -22,6 +22,8 @@ WITH fields AS (
     SELECT term, count(*) AS df
     FROM (SELECT DISTINCT e.term, e.seq FROM evidence_postings e SEMI JOIN terms t ON t.term = e.term)
     GROUP BY term
+), idf AS (
+    SELECT df.term, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) AS idf FROM df CROSS JOIN docs
 ), lengths AS (
     SELECT l.seq, l.field, sum(l.length) AS length
     FROM evidence_lengths l SEMI JOIN s_scope s ON s.seq = l.seq
@@ -35,9 +37,9 @@ WITH fields AS (
     JOIN lengths l ON l.seq = e.seq AND l.field = e.field
     JOIN stats s ON s.field = e.field
 ), weights AS (
-    SELECT w.term, w.seq, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) * w.tf / ($k1 + w.tf) AS weight
+    SELECT w.term, w.seq, i.idf * w.tf / ($k1 + w.tf) AS weight
     FROM (SELECT term, seq, sum(tf) AS tf FROM tf_rows GROUP BY term, seq) w
-    JOIN df USING (term) CROSS JOIN docs
+    JOIN idf i USING (term)
 ), nominated AS MATERIALIZED (
     -- each term's $depth heaviest pages (ties: the lower seq), kept as bounded lists as the rows stream by
     SELECT term, unnest(max_by(seq, (weight, -seq), $depth)) AS seq FROM weights GROUP BY term
@@ -55,11 +57,11 @@ WITH fields AS (
 ), nominee_weights AS MATERIALIZED (
     -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms (their
     -- rows picked before grouping, so the grouping covers only them)
-    SELECT w.term, w.seq, ln(1 + (docs.n - df.df + 0.5) / (df.df + 0.5)) * w.tf / ($k1 + w.tf) AS weight
+    SELECT w.term, w.seq, i.idf * w.tf / ($k1 + w.tf) AS weight
     FROM (SELECT r.term, r.seq, sum(r.tf) AS tf
           FROM tf_rows r SEMI JOIN (SELECT seq FROM nominated UNION SELECT seq FROM by_results) k ON k.seq = r.seq
           GROUP BY r.term, r.seq) w
-    JOIN df USING (term) CROSS JOIN docs
+    JOIN idf i USING (term)
 ), by_evidence AS (
     SELECT n.qid, n.seq
     FROM nominees n
