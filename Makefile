@@ -26,7 +26,7 @@ test: $(VENV)/.installed
 
 # Everything but the tests that start Airflow, system services or a browser: a few minutes on two cores.
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser"
+	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser and not faults"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check include dags plugins tests bench

@@ -96,6 +96,15 @@ def crawl_cycle() -> None:
     # STAGE_ORDER: begin gives the cycle number and plan_shards the shard folders, each shard task is mapped over
     # the folders the one before it returned, and the tasks after them run one after the other.
     cycle_no = begin()
+    if settings.missing_query_log == "wait":
+        # the interval's query-log partition may land late: begin waits for it, giving the slot up between pokes
+        @task.sensor(poke_interval=60, timeout=settings.query_log_wait, mode="reschedule")
+        def query_log_partition() -> bool:
+            from crawlcycle.ranking.query_log import partition_exists
+
+            return partition_exists(_run(), run_interval(get_current_context())[0])
+
+        query_log_partition() >> cycle_no
     shard_dirs = plan_shards(cycle_no)
     per_shard = {"fetch": fetch, "parse": parse}
     serial = []

@@ -16,10 +16,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
+from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import POLICIES, Settings
-from tests.support.tables import table_digest
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -153,3 +153,33 @@ def test_a_failing_gate_fails_its_task_and_nothing_reaches_duckdb(settings: Sett
         failed = con.execute("SELECT expectation, report FROM dq_results WHERE NOT success").fetchall()
         assert con.execute("SELECT count(*) FROM pages").fetchall() == [(0,)]
     assert [f for f, _ in failed] == ["links_per_page"] and Path(failed[0][1]).is_file()
+
+
+def test_a_sensor_waits_for_a_missing_query_log_partition(settings: Settings, airflow_db: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    from crawlcycle.pipeline.stages import init
+    from crawlcycle.ranking.query_log import partition_dir
+
+    # a log whose first day landed and whose second did not
+    first = date(2026, 11, 1)
+    shutil.copytree(partition_dir(settings.query_log_dir, first), partition_dir(tmp_path / "log", first))
+    waiting = replace(settings, missing_query_log="wait", query_log_wait=1.0, task_retries=0,
+                      query_log_dir=str(tmp_path / "log"))
+    write_toml(waiting, tmp_path / "wait.toml")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "wait.toml"))
+    init(waiting)
+    dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]
+    assert dag.get_task("query_log_partition").downstream_task_ids == {"begin"}
+    assert dag.test(logical_date=datetime(2026, 11, 1, tzinfo=UTC)).state == "success"
+    # the second day: the sensor gives up after query_log_wait and begin never runs
+    run = dag.test(logical_date=datetime(2026, 11, 2, tzinfo=UTC))
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == "failed" and states["query_log_partition"] == "failed", states
+    assert states["begin"] == "upstream_failed"
+    with connect(waiting, read_only=True) as con:
+        assert con.execute("SELECT cycle, query_log FROM v_cycle_summary").fetchall()[0][1].endswith(" rows")
+        assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(1,)]

@@ -97,11 +97,13 @@ def test_polite_fetch_records_everything_and_reuses_robots(server: FaultServer, 
     assert gz_headers["WARC-IP-Address"] == "127.0.0.1"
 
     # Second call: robots.txt comes from the stored rows, and so its sitemaps are not read again; the first
-    # request waits the delay after the last one of the first call. The files are replaced, not appended to.
+    # request waits the delay after the last one of the first call. The files are replaced, not appended to; the
+    # request log keeps the first call's requests as attempt 1 (the journal in the folder remembers them).
     log2, requests2, _ = run(urls, s, tmp_path, stored)
-    assert len(log2) == 4 and [r["url"] for r in requests2] == ["http://site.test/a", "http://site.test/b",
-                                                                "http://site.test/gz"]
-    assert min(gaps(requests + requests2, "site.test")) >= 0.2
+    assert len(log2) == 4 and [r["url"] for r in requests2 if r["attempt"] == 2] == [
+        "http://site.test/a", "http://site.test/b", "http://site.test/gz"]
+    assert [r for r in requests2 if r["attempt"] == 1] == [{**r, "attempt": 1} for r in requests]
+    assert min(gaps(requests2, "site.test")) >= 0.2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [*shard_files.FETCH_OUTPUTS, shard_files.WARC, shard_files.POLITENESS_JOURNAL])
 
@@ -494,13 +496,14 @@ def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, t
         # robots.txt and the first page have reached the server, and the journal (in shard storage: its stored
         # copy, which trails the request) holds the host: kill it half-way
         for _ in range(3000):
-            if len(server.hits) >= 2 and "patient.test" in read_journal(shard / shard_files.POLITENESS_JOURNAL):
+            journal = read_journal(shard / shard_files.POLITENESS_JOURNAL)
+            if len(server.hits) >= 2 and "patient.test" in journal.not_before:
                 break
             time.sleep(0.01)
         first.kill()
         first.wait()
         killed = list(server.hits)
-        journaled = read_journal(shard / shard_files.POLITENESS_JOURNAL)["patient.test"]
+        journaled = read_journal(shard / shard_files.POLITENESS_JOURNAL).not_before["patient.test"]
         (tmp_path / "go-2").touch()
         assert retry.wait(timeout=60) == 0
     finally:
@@ -513,4 +516,9 @@ def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, t
     # As the retry recorded it: its first request started no sooner than the killed attempt's journal allowed.
     assert [r["outcome"] for r in pq.read_table(shard / shard_files.FETCH_LOG).to_pylist()] == ["fetched"] * 3
     requests = pq.read_table(shard / shard_files.REQUESTS).to_pylist()
-    assert min(r["started_at"] for r in requests) >= journaled
+    assert min(r["started_at"] for r in requests if r["attempt"] == 2) >= journaled
+    # The killed attempt's requests reached the server: the request log keeps them, one cut by the kill too (all of
+    # them in a local folder; in shard storage, those of the journal's last stored copy).
+    kept = [r["url"].split("/", 3)[3] for r in requests if r["attempt"] == 1]
+    assert kept == [path.lstrip("/") for _, _, path in killed][:len(kept)]
+    assert len(kept) == len(killed) if storage == "local folder" else kept

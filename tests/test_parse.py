@@ -234,6 +234,29 @@ def test_duplicates(awkward):
     assert main["duplicate_of"] is None
 
 
+def test_output_follows_the_fetch_log_not_the_warc(tmp_path):
+    """Hosts are fetched side by side, so the WARC's record order is the hosts' timing: the parse output, which copy
+    of a page is the original and the links' order with it, follows the fetch log (the batch's order) instead."""
+    import pyarrow as pa
+
+    records = [resp(f"http://{h}.test/{n}", article(filler("same") if n == "copy" else filler(h + n),
+                                                   links=f'<a href="/{h}-{n}-next">next</a>'))
+               for h in ("x", "y") for n in ("copy", "page")]
+    urls = [r[0] for r in records]
+    log = pa.Table.from_pylist([{"url": u, "final_url": u, "status": 200, "truncated": False} for u in urls])
+    outputs = []
+    for name, order in (("fetched", records), ("reversed", records[::-1])):
+        out = tmp_path / name
+        out.mkdir()
+        pq.write_table(log, out / shard_files.FETCH_LOG)
+        parse_warcs([write_warc(out / "r.warc.gz", order)], out, settings(), fetch_log=out / shard_files.FETCH_LOG)
+        outputs.append((read(out, "pages"), read(out, "links")))
+    assert outputs[0] == outputs[1]
+    pages = outputs[0][0]
+    assert [p["url"] for p in pages] == urls
+    assert pages[2]["duplicate_of"] == urls[0]  # y's copy repeats x's, first in the batch
+
+
 def test_simhash_is_stable_and_separates_texts():
     assert simhash("") is None
     assert simhash("The quick brown fox jumps over the lazy dog") == 0x77B12FE87CF06675

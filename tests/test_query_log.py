@@ -263,3 +263,37 @@ def test_a_header_only_counts_on_the_first_line(con: duckdb.DuckDBPyConnection, 
     bad = write_tsv(log_settings, "late-header.tsv", ["python lists\t3", "query\tfrequency"])
     with pytest.raises(ValueError, match=f"query log {bad}: 1 bad rows of 2; first, row 2 \\(bad frequency\\)"):
         ingest_partition(con, log_settings, DAY)
+
+
+@pytest.mark.parametrize("missing", ["latest", "empty", "fail"])
+def test_a_cycle_without_its_partition_does_what_the_setting_says(tmp_path: Path, missing: str) -> None:
+    from crawlcycle.db import connect
+    from crawlcycle.pipeline.stages import begin
+    from crawlcycle.ranking.query_log import QueryLogError
+
+    s = load_settings(overrides={"query_log_dir": str(tmp_path / "query_log"), "db_path": str(tmp_path / "c.duckdb"),
+                                 "data_dir": str(tmp_path / "data"), "missing_query_log": missing}, environ={})
+    write_tsv(s, "a.tsv", ["old query\t3"], day=date(2026, 10, 30))
+    write_tsv(s, "a.tsv", ["python decorators\t5", "duckdb join\t2"])
+    (partition_dir(s.query_log_dir, date(2026, 11, 2))).mkdir()  # a folder without a file is missing too
+    assert begin(s, DAY) == 1
+    with connect(s) as con:
+        con.execute("UPDATE cycles SET status = 'done'")
+    late = date(2026, 11, 3)
+    if missing == "fail":
+        with pytest.raises(QueryLogError) as e:
+            begin(s, late)
+        assert str(e.value) == (f"query log: no partition for 2026-11-03 in {partition_dir(s.query_log_dir, late)} "
+                                "(setting missing_query_log = fail)")
+        with connect(s, read_only=True) as con:  # nothing written: the cycle may run when the partition lands
+            assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(1,)]
+        return
+    assert begin(s, late) == 2
+    with connect(s, read_only=True) as con:
+        summary = con.execute("SELECT cycle, query_log FROM v_cycle_summary ORDER BY cycle").fetchall()
+        read = searches(con, late)
+    # the latest earlier partition with a file is 11-01 (11-02 has none), never the older 10-30
+    want = {"latest": ([(1, "2 rows"), (2, "missing: read 2026-11-01, 2 rows")],
+                       {"python decorators": 5.0, "duckdb join": 2.0}),
+            "empty": ([(1, "2 rows"), (2, "missing: empty")], {})}[missing]
+    assert (summary, read) == want

@@ -13,12 +13,12 @@ import duckdb
 import pytest
 
 from crawlcycle.db import SQL_DIR, connect, run_sql
+from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings, SettingsError, load_settings, with_overrides
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer, respond
 from tests.support.net import free_port
-from tests.support.tables import table_digest
 
 DAY1 = date(2026, 11, 1)
 

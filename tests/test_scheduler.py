@@ -14,10 +14,10 @@ import pytest
 from crawlcycle.airflow.support import DUCKDB_POOL
 from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import AirflowStack
+from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.settings import Settings, write_toml
 from crawlcycle.ui.report import airflow_runs, cycle_summary
-from tests.support.net import free_port
-from tests.support.tables import table_digest
+from tests.support.net import free_port, port_open
 
 pytestmark = pytest.mark.airflow
 
@@ -90,3 +90,29 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         # the executor imported GX before forking the workers: no gate task imports it again, so its import
         # takes less than the gate's validation
         assert all(t.gx_import < t.own for t in run.tasks if t.task.startswith("gate_")), run.tasks
+
+
+def test_ui_stopped_by_sigterm_stops_everything_it_started(settings: Settings, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+
+    ui = replace(settings, demo_port=free_port(), data_dir=str(tmp_path / "data"))
+    write_toml(ui, tmp_path / "ui.toml")
+    port = free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("crawlcycle")), "ui", "--config",
+                             str(tmp_path / "ui.toml"), "--port", str(port)], stdout=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            if line.startswith("Airflow UI:"):
+                break
+        started = psutil.Process(proc.pid).children(recursive=True)
+        assert port_open(port) and port_open(ui.demo_port)
+        proc.send_signal(signal.SIGTERM)  # as a service manager or `timeout` stops it
+        assert proc.wait(timeout=120) == 130
+    finally:
+        proc.kill()
+    assert len(started) >= 3 and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not port_open(port) and not port_open(ui.demo_port)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from datetime import date
@@ -159,18 +160,14 @@ def cmd_celery_demo(args: argparse.Namespace) -> int:
     from crawlcycle.airflow.environment import ROOT
     from crawlcycle.devtools.celery_demo import run_celery_demo
 
-    try:
-        result = run_celery_demo(_settings(args, fetches=True), ROOT / "data" / "celery-demo", cycles=args.cycles)
-    except KeyboardInterrupt:
-        print("celery-demo: interrupted; every process it started is stopped", file=sys.stderr)
-        return 130
+    result = run_celery_demo(_settings(args, fetches=True), ROOT / "data" / "celery-demo", cycles=args.cycles)
     return 1 if result["problems"] else 0
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from crawlcycle.devtools import demo
 
-    return demo.run_ui(_settings(args, fetches=True))
+    return demo.run_ui(_settings(args, fetches=True), port=args.port)
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -188,6 +185,23 @@ def cmd_sql(args: argparse.Namespace) -> int:
             return 2
         print(result.pl() if result is not None else "ok")
     return 0
+
+
+def cmd_fault_run(args: argparse.Namespace) -> int:
+    from crawlcycle.devtools import demo, fault_run
+
+    settings = _settings(args, fetches=True)
+    out = Path(args.out) if args.out else Path(settings.data_dir) / "fault-run"
+    if settings.snapshot:
+        if not args.queries:
+            raise SettingsError("--queries: a query-log file is needed with the snapshot setting")
+        settings = fault_run.snapshot_settings(settings, Path(args.queries), args.cycles, out)
+    with demo.start_web(settings):
+        result = fault_run.fault_run(settings, out, args.cycles, args.kills, args.seed, args.retry,
+                                     progress=lambda m: print(m, flush=True))
+    print("\n".join(fault_run.report_lines(result)))
+    print(f"details: {out / 'result.json'}, where each kill landed: {out / 'killed' / 'kills.jsonl'}")
+    return 1 if fault_run.failed(result) else 0
 
 
 def cmd_settings(args: argparse.Namespace) -> int:
@@ -263,7 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("celery-demo", cmd_celery_demo, "the demo under CeleryExecutor on this machine (PostgreSQL, Redis, two "
             "general workers and the writer); print which worker ran each task")
     p.add_argument("--cycles", type=int, default=2, help="cycles to run (default 2)")
-    add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C")
+    p = add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C or "
+                          "SIGTERM, which stop both")
+    p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
     p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result")
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
@@ -284,14 +300,32 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "(default 1; more than the cores gains nothing)")
     p.add_argument("--cache", help="folder keeping ground truths and parse results between runs "
                                    "(default: <data_dir>/simulation-cache)")
+    p = add("fault-run", cmd_fault_run, "crawl N cycles straight and again with SIGKILLs at random points, each "
+            "killed task retried; compare every table; exit 1 on any difference")
+    p.add_argument("--cycles", type=int, default=10, help="cycles of each crawl (default 10)")
+    p.add_argument("--kills", type=int, default=200, help="kills spread over the killed crawl's tasks (default 200)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the kill points: the same seed, the same kills")
+    p.add_argument("--retry", choices=("task", "cycle"), default="task",
+                   help="after a kill, retry the task as Airflow does (default), or run the whole cycle again as "
+                        "`crawlcycle cycle --date` does")
+    p.add_argument("--queries", help="query-log file (.tsv or .parquet) for every cycle; needed with --snapshot")
+    p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/fault-run)")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM (a service manager, `timeout`, `kill`) unwinds like Ctrl-C, so every process a command started (Airflow,
+    # the demo web, PostgreSQL, Redis) is stopped on the way out; SIGINT is set too because a shell starts
+    # background jobs with it ignored.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.default_int_handler)
     try:
         return args.fn(args)
+    except KeyboardInterrupt:
+        print(f"crawlcycle {args.command}: interrupted; every process it started is stopped", file=sys.stderr)
+        return 130
     except (InputError, FileNotFoundError) as e:
         print(f"crawlcycle: {e}", file=sys.stderr)
         return 2

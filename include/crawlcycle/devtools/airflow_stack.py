@@ -47,10 +47,10 @@ class AirflowStack:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def airflow(self, *args: str, check: bool = True, attempts: int = 5) -> str:
-        """Run an Airflow CLI command. A running scheduler holds the SQLite metadata file's write lock
-        in bursts, so a command that fails with "database is locked" is retried (its transaction was
-        rolled back)."""
+    def airflow(self, *args: str, check: bool = True, attempts: int = 5, errors: bool = False) -> str:
+        """Run an Airflow CLI command; its output (with ``errors``: its error output if it failed, else "").
+        A running scheduler holds the SQLite metadata file's write lock in bursts, so a command that fails with
+        "database is locked" is retried (its transaction was rolled back)."""
         exe = Path(sys.executable).with_name("airflow")
         for attempt in range(1, attempts + 1):
             res = subprocess.run([str(exe), *args], env=self.env, capture_output=True, text=True, timeout=300)
@@ -60,6 +60,8 @@ class AirflowStack:
             time.sleep(2 * attempt)
         if check and res.returncode:
             raise RuntimeError(f"airflow {' '.join(args)} failed ({res.returncode}): {res.stderr[-2000:]}")
+        if errors:
+            return res.stderr if res.returncode else ""
         return res.stdout
 
     def setup(self, fresh: bool = False) -> None:
@@ -143,14 +145,25 @@ class AirflowStack:
         for earlier backfills to be marked complete."""
         self.api("PATCH", f"/dags/{DAG_ID}", json={"is_paused": False})
         deadline = time.monotonic() + timeout
-        while any(b["completed_at"] is None
-                  for b in self.api("GET", "/backfills", params={"dag_id": DAG_ID})["backfills"]):
+        while self._backfill_running():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"an earlier backfill of {DAG_ID} was not complete after {timeout:.0f}s")
             time.sleep(2)
         reprocess_args = ["--reprocess-behavior", "completed"] if reprocess else []
-        self.airflow("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date,
-                     "--max-active-runs", "1", *reprocess_args)
+        args = ("backfill", "create", "--dag-id", DAG_ID, "--from-date", from_date, "--to-date", to_date,
+                "--max-active-runs", "1", *reprocess_args)
+        for attempt in range(1, 6):
+            error = self.airflow(*args, attempts=1, check=False, errors=True)
+            # "database is locked" may come after the backfill was stored: retrying that would be refused
+            if not error or self._backfill_running():
+                return
+            if "database is locked" not in error or attempt == 5:
+                raise RuntimeError(f"airflow {' '.join(args)} failed: {error[-2000:]}")
+            time.sleep(2 * attempt)
+
+    def _backfill_running(self) -> bool:
+        return any(b["completed_at"] is None
+                   for b in self.api("GET", "/backfills", params={"dag_id": DAG_ID})["backfills"])
 
     def runs(self) -> list[dict]:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]

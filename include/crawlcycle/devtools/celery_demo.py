@@ -222,44 +222,37 @@ def run_celery_demo(settings: Settings, home: Path, cycles: int = 2,
     (``{"rows": [...], "problems": [...], "seconds": float}``)."""
     t0 = time.monotonic()
     say = log or (lambda m: print(f"[celery-demo {time.monotonic() - t0:5.0f}s] {m}", flush=True))
-    # SIGTERM unwinds like Ctrl-C, so every process started below is stopped; SIGINT is set too because a shell
-    # starts background jobs with it ignored.
-    previous = {sig: signal.signal(sig, signal.default_int_handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        bin_dir, redis_exe = ensure_packages(say)
-        shutil.rmtree(home, ignore_errors=True)
-        home.mkdir(parents=True)
-        settings = demo_settings(settings, home, free_port())
-        warc = ensure_demo_web(settings)
-        reset_crawl(settings)
-        say(f"demo web {warc} on http://127.0.0.1:{settings.demo_port}; {init(settings)['seeds']} seed URLs")
-        task_config = home / "settings.toml"  # what the tasks load: the settings of this command
-        write_toml(settings, task_config)
-        with contextlib.ExitStack() as stack_of:  # exits in reverse: Airflow, web, Redis, PostgreSQL, their data
-            tmp = Path(stack_of.enter_context(tempfile.TemporaryDirectory(prefix="crawlcycle-services-")))
-            tmp.chmod(0o755)  # the postgres account reaches its data folder inside
-            db_url = stack_of.enter_context(postgres(bin_dir, free_port(), tmp / "pg", say))
-            broker = stack_of.enter_context(redis_server(redis_exe, free_port(), tmp / "redis", say))
-            stack_of.enter_context(start_web(settings))
-            airflow = AirflowStack(home / "airflow", port=free_port(), config=task_config,
-                                   log=lambda m: say(f"airflow: {m}"),
-                                   env=celery_env(db_url, broker, free_port(), free_port()))
-            airflow.setup()
-            stack_of.enter_context(airflow)
-            procs = components(settings)
-            say(f"starting Airflow (CeleryExecutor): {', '.join(procs)}; API on {airflow.url}")
-            airflow.start_components(procs)
-            wait_for_workers(airflow, [*GENERAL_WORKERS, WRITER])
-            first = date.fromisoformat(settings.start_date)
-            last = first + timedelta(days=cycles - 1)
-            say(f"workers ready; backfilling crawl_cycle {first} .. {last}")
-            airflow.backfill(first.isoformat(), last.isoformat())
-            runs = airflow.wait_for_runs(cycles, timeout=300 * cycles)
-            rows = assignment(airflow, runs)
-            say("all runs succeeded; stopping Airflow, Redis and PostgreSQL")
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    bin_dir, redis_exe = ensure_packages(say)
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    settings = demo_settings(settings, home, free_port())
+    warc = ensure_demo_web(settings)
+    reset_crawl(settings)
+    say(f"demo web {warc} on http://127.0.0.1:{settings.demo_port}; {init(settings)['seeds']} seed URLs")
+    task_config = home / "settings.toml"  # what the tasks load: the settings of this command
+    write_toml(settings, task_config)
+    with contextlib.ExitStack() as stack_of:  # exits in reverse: Airflow, web, Redis, PostgreSQL, their data
+        tmp = Path(stack_of.enter_context(tempfile.TemporaryDirectory(prefix="crawlcycle-services-")))
+        tmp.chmod(0o755)  # the postgres account reaches its data folder inside
+        db_url = stack_of.enter_context(postgres(bin_dir, free_port(), tmp / "pg", say))
+        broker = stack_of.enter_context(redis_server(redis_exe, free_port(), tmp / "redis", say))
+        stack_of.enter_context(start_web(settings))
+        airflow = AirflowStack(home / "airflow", port=free_port(), config=task_config,
+                               log=lambda m: say(f"airflow: {m}"),
+                               env=celery_env(db_url, broker, free_port(), free_port()))
+        airflow.setup()
+        stack_of.enter_context(airflow)
+        procs = components(settings)
+        say(f"starting Airflow (CeleryExecutor): {', '.join(procs)}; API on {airflow.url}")
+        airflow.start_components(procs)
+        wait_for_workers(airflow, [*GENERAL_WORKERS, WRITER])
+        first = date.fromisoformat(settings.start_date)
+        last = first + timedelta(days=cycles - 1)
+        say(f"workers ready; backfilling crawl_cycle {first} .. {last}")
+        airflow.backfill(first.isoformat(), last.isoformat())
+        runs = airflow.wait_for_runs(cycles, timeout=300 * cycles)
+        rows = assignment(airflow, runs)
+        say("all runs succeeded; stopping Airflow, Redis and PostgreSQL")
     problems = check_assignment(rows, settings.writer_queue)
     seconds = round(time.monotonic() - t0, 1)
     print(format_table(rows), flush=True)

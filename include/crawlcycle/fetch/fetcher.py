@@ -19,8 +19,9 @@ place, but the journal:
 - ``responses.warc.gz``: every request sent and response read (``warc_output``).
 - ``fetch_log`` (rows and outcomes: ``fetch_log``), ``requests``, ``hosts``, ``robots``, ``sitemaps``,
   ``sitemap_urls``, ``origin_tries`` Parquet files.
-- ``politeness.jsonl``: when each host may be asked next, appended as each request ends (``politeness.Journal``);
-  a retried fetch reads it and waits out the delay after the last request of the attempt that died.
+- ``politeness.jsonl``: when each host may be asked next and each request, appended as each request starts and
+  ends (``politeness.Journal``); a retried fetch reads it, waits out the delay after the last request of the
+  attempt that died, and keeps that attempt's requests in ``requests`` (column ``attempt``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from urllib.parse import urlsplit
 
 from crawlcycle.fetch.fetch_log import finish, media_type, new_row, outcome_of
 from crawlcycle.fetch.http_client import Client, Exchange, GetAddrInfo, Resolver
-from crawlcycle.fetch.politeness import HostPoliteness, Journal, parse_retry_after, read_journal
+from crawlcycle.fetch.politeness import HostPoliteness, Journal, parse_retry_after
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.fetch.sitemaps import read_sitemap
 from crawlcycle.fetch.warc_output import WarcOutput, warc_output
@@ -96,12 +97,11 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
         if host:
             probes_of.setdefault(host, []).append(origin)
             by_host.setdefault(host, [])
-    journal_path = out_dir / shard_files.POLITENESS_JOURNAL
-    not_before = read_journal(journal_path)  # an earlier attempt of this fetch that did not finish
     warc_path = out_dir / shard_files.WARC
     outputs: dict[str, list[dict]] = {shard_files.HOSTS: [], shard_files.ROBOTS: [], shard_files.SITEMAPS: [],
                                       shard_files.SITEMAP_URLS: [], shard_files.ORIGIN_TRIES: []}
-    journal = Journal(journal_path, journal_synced)
+    journal = Journal(out_dir / shard_files.POLITENESS_JOURNAL, journal_synced)
+    not_before = journal.earlier.not_before  # an earlier attempt of this fetch (killed, or a replay)
     try:
         with warc_output(warc_path, settings) as warc:
             shard = _Shard(settings, warc, Resolver(settings, getaddrinfo), journal)
@@ -119,7 +119,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
     finally:
         journal.close()
     log_rows = [rows[u] for u in dict.fromkeys(urls)]
-    requests = sorted(shard.requests, key=lambda r: (r["host"], r["started_at"]))
+    requests = journal.earlier.requests + sorted(shard.requests, key=lambda r: (r["host"], r["started_at"]))
     paths = {name: shard_files.write_rows(out_dir, name, out) for name, out in
              [(shard_files.FETCH_LOG, log_rows), (shard_files.REQUESTS, requests), *outputs.items()]}
     outcomes: dict[str, int] = {}
@@ -127,7 +127,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
         outcomes[r["outcome"]] = outcomes.get(r["outcome"], 0) + 1
     return FetchResult(warc_path, paths[shard_files.FETCH_LOG], paths[shard_files.REQUESTS],
                        paths[shard_files.HOSTS], len(log_rows), len(requests),
-                       sum(r["new_connection"] for r in requests), outcomes)
+                       sum(bool(r["new_connection"]) for r in requests), outcomes)
 
 
 def _fetchable_host(url: str) -> str | None:
@@ -153,14 +153,18 @@ class _Shard:
         self.go = threading.Event()
         self.requests: list[dict] = []
 
-    def record(self, ex: Exchange) -> None:
+    def record(self, ex: Exchange) -> dict | None:
+        """Log the exchange (WARC) and, if it reached the server, its request row; return the row."""
+        row = None
         with self.lock:
             if ex.contacted:
-                self.requests.append({"host": host_of(ex.url), "url": ex.url, "started_at": ex.started,
-                                      "finished_at": ex.finished, "status": ex.status, "error_class": ex.error,
-                                      "new_connection": ex.new_connection})
+                row = {"host": host_of(ex.url), "url": ex.url, "started_at": ex.started, "finished_at": ex.finished,
+                       "status": ex.status, "error_class": ex.error, "new_connection": ex.new_connection,
+                       "attempt": self.journal.attempt}
+                self.requests.append(row)
             if ex.request:
                 self.warc.write(ex)
+        return row
 
 
 @dataclass
@@ -279,9 +283,9 @@ class _HostRun:
         while (left := start - time.time()) > 0:
             time.sleep(left)
         # Journaled before it goes out too: a fetch killed in the middle of this request leaves its start.
-        self.shard.journal.record(self.host, time.time() + self.pol.delay)
+        self.shard.journal.record(self.host, time.time() + self.pol.delay, sent={"url": url, "started_at": time.time()})
         ex = self.client.get(url, max_bytes, self.shard.deadline)
-        self.shard.record(ex)
+        request = self.shard.record(ex)
         if ex.contacted:
             self.pol.record(ex.started, ex.finished)
         if host_of(url) == self.host:  # a robots.txt redirected to another host is that host's origin
@@ -300,7 +304,8 @@ class _HostRun:
             elif wait is not None:
                 self.pol.hold(wait)
         if ex.contacted:
-            self.shard.journal.record(self.host, max(self.pol.next_allowed(), self.backoff_until or 0.0))
+            self.shard.journal.record(self.host, max(self.pol.next_allowed(), self.backoff_until or 0.0),
+                                      request=request)
         return ex
 
     def _follow(self, url: str, max_bytes: int, hops: int, any_host: bool) -> Exchange | None:

@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
@@ -67,14 +68,19 @@ class HostPoliteness:
 
 
 class Journal:
-    """When each host may be asked next, appended to a file as each request starts and ends, so that a fetch
-    killed half-way and retried waits out the delay after its last request. ``synced``, when given, copies the
-    file where a retry on another machine finds it: a thread runs it whenever the file has grown, so the fetch
-    never waits for storage (what a kill loses is what was written during the last copy)."""
+    """The fetch's journal, appended to a file as each request starts and ends: when the host may be asked next,
+    and the request itself. A fetch killed half-way and retried waits out the delay after the last request of the
+    attempt that died, and keeps that attempt's requests (they reached the servers) in its own request log.
+    ``synced``, when given, copies the file where a retry on another machine finds it: a thread runs it whenever
+    the file has grown, so the fetch never waits for storage (what a kill loses is what was written during the
+    last copy)."""
 
     def __init__(self, path: Path, synced: Callable[[], None] | None = None) -> None:
         self.path, self.synced = Path(path), synced
+        self.earlier = read_journal(self.path)
+        self.attempt = self.earlier.attempts + 1
         self._file = self.path.open("a", encoding="utf-8")
+        self._file.write(json.dumps({"attempt": self.attempt}) + "\n")
         self._lock = threading.Lock()
         self._grown = threading.Event()
         self._closed = False
@@ -82,9 +88,12 @@ class Journal:
         if self._syncer:
             self._syncer.start()
 
-    def record(self, host: str, not_before: float) -> None:
+    def record(self, host: str, not_before: float, sent: dict | None = None, request: dict | None = None) -> None:
+        """``host`` may be asked again from ``not_before``; ``sent``: a request (url, started_at) goes out now,
+        ``request``: the row of the one that just ended."""
+        line = {"host": host, "not_before": not_before, "sent": sent, "request": request}
         with self._lock:
-            self._file.write(json.dumps({"host": host, "not_before": not_before}) + "\n")
+            self._file.write(json.dumps({k: v for k, v in line.items() if v is not None}) + "\n")
             self._file.flush()  # in the OS's hands now: a killed process loses nothing written
         self._grown.set()
 
@@ -108,16 +117,50 @@ class Journal:
                 return
 
 
-def read_journal(path: Path) -> dict[str, float]:
-    """Per host, the earliest time of its next request according to a journal (empty if there is none).
-    A line cut by a kill is skipped."""
-    out: dict[str, float] = {}
+@dataclass
+class EarlierAttempts:
+    """What a journal holds of the attempts before this one: per host, the earliest time of its next request;
+    how many attempts there were; and every request they sent, numbered by attempt (one in flight when its
+    attempt was killed has no end: ``finished_at`` None, ``error_class`` 'interrupted')."""
+
+    not_before: dict[str, float] = field(default_factory=dict)
+    attempts: int = 0
+    requests: list[dict] = field(default_factory=list)
+
+
+def read_journal(path: Path, now: float | None = None) -> EarlierAttempts:
+    """The earlier attempts of a journal (none if there is no file). A line cut by a kill is skipped. A request in
+    flight when its attempt was killed may have been answered up to the kill, which came before ``now`` (default:
+    the time of the call): its host waits the delay from ``now``."""
+    now = time.time() if now is None else now
+    out = EarlierAttempts()
     if not Path(path).is_file():
         return out
+    in_flight: dict[str, dict] = {}  # per host: one request at a time
+
+    def interrupted() -> None:
+        for host, sent in in_flight.items():
+            out.not_before[host] = max(out.not_before[host], now + sent.pop("delay"))
+            out.requests.append(sent)
+        in_flight.clear()
+
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
-            out[row["host"]] = max(out.get(row["host"], 0.0), float(row["not_before"]))
-        except (ValueError, KeyError, TypeError):
+            if "attempt" in row:
+                interrupted()
+                out.attempts = int(row["attempt"])
+                continue
+            host = row["host"]
+            out.not_before[host] = max(out.not_before.get(host, 0.0), float(row["not_before"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
+        if isinstance(row.get("sent"), dict):
+            in_flight[host] = {"host": host, "finished_at": None, "status": None, "error_class": "interrupted",
+                               "new_connection": None, **row["sent"], "attempt": out.attempts,
+                               "delay": float(row["not_before"]) - float(row["sent"]["started_at"])}
+        if isinstance(row.get("request"), dict):
+            in_flight.pop(host, None)
+            out.requests.append({**row["request"], "attempt": out.attempts})
+    interrupted()
     return out

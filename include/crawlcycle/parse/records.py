@@ -34,6 +34,7 @@ import logging
 import multiprocessing
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -52,16 +53,18 @@ from resiliparse.parse.html import HTMLTree
 from trafilatura import bare_extraction
 from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
 from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
 
 from crawlcycle.parse import parse_cache
 from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.parse.simhash import NearDuplicateIndex, simhash
 from crawlcycle.pipeline import shard_files
-from crawlcycle.settings import Settings
+from crawlcycle.settings import InputError, Settings
 
 REASONS = ("bad_url", "empty_body", "not_html", "malformed", "decode_error", "truncated", "noindex", "no_text")
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+_REFETCH = "a shard's WARC is written by its fetch task: run that task again"
 IN_PROCESS_RECORDS = 32  # fewer records than this are parsed without a process pool
 CHUNK_RECORDS = 8        # records per worker task: small, so one huge page holds up few others
 CONTEXT_WORDS = 6        # words kept on each side of an anchor
@@ -92,6 +95,10 @@ _LANG = re.compile(r"[a-zA-Z]{2,3}(?=$|[-_])")
 Record = tuple[str, int, str, str, str, bytes, bool]
 
 
+class DamagedWarc(InputError):
+    """A WARC file is cut short or damaged; the message is one line naming it."""
+
+
 @dataclass(frozen=True)
 class ParseResult:
     pages_path: Path
@@ -112,10 +119,12 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
     out_dir.mkdir(parents=True, exist_ok=True)
     truncated: set[str] = set()
     pages_fetched: set[str] | None = None
+    place: dict[str, int] = {}
     if fetch_log is not None and Path(fetch_log).exists():
         log = pq.read_table(fetch_log, columns=["final_url", "status", "truncated"]).to_pylist()
         truncated = {r["final_url"] for r in log if r["truncated"] and r["final_url"]}
         pages_fetched = {r["final_url"] for r in log if r["final_url"] and 200 <= (r["status"] or 0) < 300}
+        place = {url: i for i, url in reversed(list(enumerate(r["final_url"] for r in log)))}
     skipped = Counter()
     records = _read_records(warc_paths, settings.max_body_bytes, truncated, skipped, pages_fetched)
 
@@ -125,7 +134,10 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
     seen_urls: set[str] = set()
     by_hash: dict[str, str] = {}
     near = NearDuplicateIndex()
-    for page, page_links, page_rejects in _parse_all(records, settings):
+    # Pages in the fetch log's order (the batch's), not the WARC's, which follows the hosts' timing: which copy of a
+    # page counts as the original and the order of the URLs discovered must not depend on it.
+    parsed = sorted(_parse_all(records, settings), key=lambda r: place.get(r[0]["url"], len(place)))
+    for page, page_links, page_rejects in parsed:
         url = page["url"]
         if url in seen_urls:
             skipped["repeated"] += 1
@@ -158,21 +170,39 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
 
 def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], skipped: Counter,
                   pages_fetched: set[str] | None) -> Iterator[Record]:
+    """The 2xx page responses of the WARC files; DamagedWarc when one is cut short or damaged: a record that does not
+    read whole or match its digest, or (with ``pages_fetched``) a fetched page without its record."""
+    seen: set[str] = set()
     for path in warc_paths:
-        with open(path, "rb") as f:
-            for rec in ArchiveIterator(f):
-                url = rec.rec_headers.get_header("WARC-Target-URI") or ""
-                status = _status(rec) if rec.rec_type == "response" and rec.http_headers else 0
-                if not 200 <= status < 300 or urlsplit(url).path == "/robots.txt" or \
-                        (pages_fetched is not None and url not in pages_fetched):
-                    skipped[rec.rec_type] += 1
-                    continue
-                body = rec.content_stream().read(max_bytes + 1)  # bounded even for a compressed body
-                head = rec.http_headers
-                yield (url, status, head.get_header("Content-Type") or "", head.get_header("X-Robots-Tag") or "",
-                       head.get_header("Content-Language") or "", body[:max_bytes],
-                       len(body) > max_bytes or bool(rec.rec_headers.get_header("WARC-Truncated"))
-                       or url in truncated)
+        try:
+            yield from _records(path, max_bytes, truncated, skipped, pages_fetched, seen)
+        except (ArchiveLoadFailed, EOFError, zlib.error, ValueError) as e:
+            why = str(e).encode("ascii", "replace").decode().splitlines()[0][:60].strip() or type(e).__name__
+            raise DamagedWarc(f"{path}: WARC file damaged after {len(seen)} pages ({why}); {_REFETCH}") from None
+    missing = sorted((pages_fetched or set()) - seen)
+    if missing:
+        raise DamagedWarc(f"{', '.join(map(str, warc_paths))}: WARC file cut short: {len(missing)} pages the fetch "
+                          f"log has are not in it (first: {missing[0]}); {_REFETCH}")
+
+
+def _records(path: Path, max_bytes: int, truncated: set[str], skipped: Counter, pages_fetched: set[str] | None,
+             seen: set[str]) -> Iterator[Record]:
+    with open(path, "rb") as f:
+        # the crawl's own WARCs (those with a fetch log) carry digests the fetcher wrote: check them
+        for rec in ArchiveIterator(f, check_digests="raise" if pages_fetched is not None else False):
+            url = rec.rec_headers.get_header("WARC-Target-URI") or ""
+            status = _status(rec) if rec.rec_type == "response" and rec.http_headers else 0
+            if not 200 <= status < 300 or urlsplit(url).path == "/robots.txt" or \
+                    (pages_fetched is not None and url not in pages_fetched):
+                skipped[rec.rec_type] += 1
+                continue
+            body = rec.content_stream().read(max_bytes + 1)  # bounded even for a compressed body
+            seen.add(url)
+            head = rec.http_headers
+            yield (url, status, head.get_header("Content-Type") or "", head.get_header("X-Robots-Tag") or "",
+                   head.get_header("Content-Language") or "", body[:max_bytes],
+                   len(body) > max_bytes or bool(rec.rec_headers.get_header("WARC-Truncated"))
+                   or url in truncated)
 
 
 def _status(rec) -> int:

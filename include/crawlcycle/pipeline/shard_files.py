@@ -24,6 +24,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from crawlcycle.settings import InputError
+
 URLS = "urls.parquet"
 PROBES = "probes.parquet"
 HOSTS_IN = "hosts_in.parquet"
@@ -54,10 +56,12 @@ FETCH_OUTPUTS = {
         ("started_at", pa.float64()), ("finished_at", pa.float64()), ("elapsed_ms", pa.float64()),
         ("error_class", pa.string()), ("truncated", pa.bool_()), ("outcome", pa.string())]),
     # One row per request sent (robots.txt and sitemaps included): next ``started_at`` minus previous
-    # ``finished_at`` of one host is at least the delay in force.
+    # ``finished_at`` of one host is at least the delay in force. ``attempt`` numbers the runs of the shard's fetch:
+    # the requests of one that was killed (or replayed) are kept, for they reached the servers.
     REQUESTS: pa.schema([
         ("host", pa.string()), ("url", pa.string()), ("started_at", pa.float64()), ("finished_at", pa.float64()),
-        ("status", pa.int32()), ("error_class", pa.string()), ("new_connection", pa.bool_())]),
+        ("status", pa.int32()), ("error_class", pa.string()), ("new_connection", pa.bool_()),
+        ("attempt", pa.int32())]),
     # Politeness state per host, fed back as the ``hosts`` table.
     HOSTS: pa.schema([
         ("host", pa.string()), ("crawl_delay", pa.float64()), ("delay", pa.float64()),
@@ -94,6 +98,28 @@ PARSE_OUTPUTS = {
     # Links that failed canonicalization, or past the per-page cap.
     REJECTS: pa.schema([("src", pa.string()), ("raw", pa.string()), ("reason", pa.string())]),
 }
+
+
+class DamagedShardFile(InputError):
+    """A shard file is missing, cut short or damaged; the message is one line naming it and the task to run again."""
+
+
+def damaged(path: Path | str, why: str) -> DamagedShardFile:
+    name = Path(path).name
+    task = "fetch" if name in FETCH_OUTPUTS else "parse" if name in PARSE_OUTPUTS else "plan_shards"
+    return DamagedShardFile(f"shard file {path} is missing or damaged ({why}); run the {task} task of "
+                            f"{Path(path).parent.name} again")
+
+
+def check_outputs(folders: list[Path], names: list[str] | dict) -> None:
+    """DamagedShardFile for the first of the Parquet files ``names`` in ``folders`` that is missing or not whole (its
+    footer is read; damage inside it is found where it is read)."""
+    for folder in folders:
+        for name in names:
+            try:
+                pq.read_metadata(Path(folder) / name)
+            except (OSError, pa.ArrowException) as e:
+                raise damaged(Path(folder) / name, str(e).splitlines()[0][:100]) from None
 
 
 @contextmanager

@@ -85,8 +85,10 @@ def storing(location: str, local_file: Path) -> Callable[[], None] | None:
     fs, remote = _fs(location)
 
     def store() -> None:
+        # copied whole under a temporary name, then renamed: a kill during the copy leaves the previous copy
         fs.makedirs(remote, exist_ok=True)
-        fs.put_file(str(local_file), f"{remote}/{local_file.name}")
+        fs.put_file(str(local_file), f"{remote}/.{local_file.name}.tmp")
+        fs.mv(f"{remote}/.{local_file.name}.tmp", f"{remote}/{local_file.name}")
 
     return store
 

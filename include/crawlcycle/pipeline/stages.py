@@ -28,10 +28,11 @@ from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.pipeline import materialize as materialize_mod
 from crawlcycle.pipeline import shard_files, shard_storage, update
 from crawlcycle.pipeline.crawl_snapshot import export_snapshot
+from crawlcycle.pipeline.disk_full import reports_disk_full
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
-from crawlcycle.ranking.query_log import ingest_partition
+from crawlcycle.ranking.query_log import ingest_partition, source_partition
 from crawlcycle.settings import InputError, Settings, SettingsError, load_settings, with_overrides
 
 
@@ -133,12 +134,15 @@ def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[d
     return scalar(con, "SELECT count(*) FROM frontier") - before, out_of_scope
 
 
+@reports_disk_full
 def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
-    """Open the cycle of this data interval and ingest its query-log partition; return the cycle number.
+    """Open the cycle of this data interval and ingest its query-log partition (or, when it is missing, what the
+    setting missing_query_log says); return the cycle number.
 
     The interval's cycle number is reused when the interval was run before (a replay), otherwise it is
     the next one.
     """
+    source = source_partition(settings, interval_start)  # before anything is written: it may refuse to go on
     with connect(settings) as con:
         migrate(con)
         cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
@@ -152,10 +156,12 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
         run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
                 run_id=run_id, policy=settings.policy)
         with timed(con, cycle, "begin"):
-            ingest_partition(con, settings, interval_start)
+            rows = ingest_partition(con, settings, interval_start, source or interval_start)
+            con.execute("UPDATE cycles SET query_partition = ?, query_rows = ? WHERE cycle = ?", [source, rows, cycle])
     return cycle
 
 
+@reports_disk_full
 def plan_shards(settings: Settings, cycle: int) -> list[str]:
     """Write the shard inputs of batch ``cycle``; return the shard folders (one per host group)."""
     with connect(settings) as con, timed(con, cycle, "plan_shards"):
@@ -175,7 +181,14 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
     # a replay of the cycle starts from the errors in a row the host had before the cycle's first run
     hosts = con.sql("SELECT * REPLACE (CASE WHEN updated_cycle >= ? THEN errors_before ELSE errors END AS errors) "
                     "FROM hosts", params=[cycle]).pl()
-    robots = con.sql("SELECT * FROM robots").pl()
+    # and with the robots.txt copies it had then: one fetched by that run is fetched again, its sitemaps read again
+    robots = con.sql("SELECT * FROM robots WHERE updated_cycle < ?", params=[cycle]).pl()
+    # The fetch journals of an earlier run of the cycle stay: they hold requests that reached the servers.
+    journals = {}
+    for location in shard_storage.stored_shards(settings, cycle):
+        with shard_storage.local_shard(location, write=False) as d:
+            if (d / shard_files.POLITENESS_JOURNAL).is_file():
+                journals[location] = (d / shard_files.POLITENESS_JOURNAL).read_bytes()
     shard_storage.clear(shard_storage.cycle_location(settings, cycle))
 
     def by_shard(frame: pl.DataFrame) -> pl.DataFrame:
@@ -193,6 +206,8 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
             origins.drop("shard").write_parquet(d / shard_files.PROBES)
             hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
             robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
+            if location in journals:
+                (d / shard_files.POLITENESS_JOURNAL).write_bytes(journals[location])
         out.append(location)
     return sorted(out)
 
@@ -203,9 +218,11 @@ def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
     timing = shard_dir / shard_files.TIMING
     data = json.loads(timing.read_text()) if timing.exists() else {}
     data[stage] = round(time.perf_counter() - t0, 3)
-    timing.write_text(json.dumps(data))
+    with shard_files.replacing(timing) as tmp:  # whole or not at all: a retry reads it
+        tmp.write_text(json.dumps(data))
 
 
+@reports_disk_full
 def fetch(settings: Settings, shard_dir: str) -> str:
     """Fetch one shard's URLs politely; writes WARC and Parquet logs into the shard folder."""
     from crawlcycle.fetch.fetcher import fetch_urls
@@ -222,6 +239,7 @@ def fetch(settings: Settings, shard_dir: str) -> str:
     return shard_dir
 
 
+@reports_disk_full
 def parse(settings: Settings, shard_dir: str) -> str:
     """Extract text, metadata and links of one shard's responses into Parquet."""
     from crawlcycle.parse.records import parse_warcs
@@ -232,6 +250,7 @@ def parse(settings: Settings, shard_dir: str) -> str:
     return shard_dir
 
 
+@reports_disk_full
 def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
     with shard_storage.local_shards(shard_dirs) as dirs, connect(settings) as con, timed(con, cycle, "update"):
         counts = update.merge_shards(con, settings, cycle, dirs)
@@ -243,6 +262,7 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
     return counts
 
 
+@reports_disk_full
 def refit_models(settings: Settings, cycle: int) -> dict:
     """Link measures, the n-gram and evidence indexes; the reference ranker's index and top-K (its prior reads the new
     PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
@@ -270,22 +290,26 @@ def refit_models(settings: Settings, cycle: int) -> dict:
                 "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}
 
 
+@reports_disk_full
 def select_needy(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "select_needy"):
         partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
         return select_needy_queries(con, settings, cycle, partition).height
 
 
+@reports_disk_full
 def score(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "score"):
         return registry.score_frontier(con, settings, cycle)
 
 
+@reports_disk_full
 def materialize(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "materialize"):
         return materialize_mod.materialize(con, settings, cycle).height
 
 
+@reports_disk_full
 def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | None = None) -> gates.GateReport:
     """Run the quality gate after ``stage``; raises GateFailed with a readable report on failure. Records the
     validation's seconds as ``gate_<stage>`` and the GX import's (0 once this process has it) apart."""
@@ -295,9 +319,12 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
     with connect(settings) as con:
         record_seconds(con, cycle, {f"gate_{stage}_import": round(imported, 3)})
         with timed(con, cycle, f"gate_{stage}"), shard_storage.local_shards(shard_dirs or []) as dirs:
+            outputs = {"fetch": shard_files.FETCH_OUTPUTS, "parse": shard_files.PARSE_OUTPUTS}.get(stage, [])
+            shard_files.check_outputs(dirs, list(outputs))
             return gates.run_gate(con, settings, stage, cycle, dirs)
 
 
+@reports_disk_full
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
         with timed(con, cycle, "close"):
@@ -314,27 +341,37 @@ CYCLE_STAGES: dict[str, Callable[[Settings, int], Any]] = {
 SHARD_STAGES: dict[str, Callable[[Settings, str], str]] = {"fetch": fetch, "parse": parse}
 
 
+def run_task(settings: Settings, task: str, cycle: int, shards: list[str], shard: str | None = None) -> Any:
+    """Run the task ``task`` of STAGE_ORDER after plan_shards, as its Airflow task would: a shard task on ``shard``,
+    a gate task's gates in order, any other on the cycle (and ``shards`` where it reads them)."""
+    t = next(t for t in STAGE_ORDER if t.name == task)
+    if t.kind == SHARD:
+        return SHARD_STAGES[task](settings, shard)  # type: ignore[arg-type]
+    if t.kind == GATE:
+        return [gate(settings, name, cycle, shards if t.shards else None).message(cycle) for name in t.gates]
+    if task == "update":
+        return update_tables(settings, cycle, shards)
+    return CYCLE_STAGES[task](settings, cycle)
+
+
 def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
     """One whole cycle in this process: the tasks of STAGE_ORDER in turn (a shard task's shards one after the
     other), calling the same stage functions as the DAG."""
     cycle = begin(settings, interval_start)
+    with connect(settings, read_only=True) as con:
+        read = scalar(con, "SELECT query_log FROM v_cycle_summary WHERE cycle = ?", [cycle])
+    if read.startswith("missing"):
+        progress(f"cycle {cycle}: no query-log partition for {interval_start}; {read.removeprefix('missing: ')} "
+                 f"(setting missing_query_log = {settings.missing_query_log})")
     shards = plan_shards(settings, cycle)
     progress(f"cycle {cycle}: {len(shards)} shards to fetch")
-    results: dict[str, Any] = {}
+    summary: dict = {}
     for t in STAGE_ORDER[2:]:
-        if t.kind == SHARD:
-            for i, d in enumerate(shards, 1):
-                SHARD_STAGES[t.name](settings, d)
-                if t.name == "fetch":
-                    progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
-        elif t.kind == GATE:
-            for name in t.gates:
-                gate(settings, name, cycle, shards if t.shards else None)
-        elif t.name == "update":
-            update_tables(settings, cycle, shards)
-        else:
-            results[t.name] = CYCLE_STAGES[t.name](settings, cycle)
-    summary = results["close"]
+        for i, d in enumerate(shards if t.kind == SHARD else [None], 1):
+            summary = run_task(settings, t.name, cycle, shards, d)
+            if t.name == "fetch":
+                progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
+    # close, the last task, returns the cycle's summary
     progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "
              f"{summary['new_urls']} new URLs, next batch {summary['next_batch']}")
     return summary

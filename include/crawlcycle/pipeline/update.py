@@ -67,6 +67,7 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     files = {Path(name).stem: [str(d / name) for d in dirs]
              for name in (*shard_files.FETCH_OUTPUTS, *shard_files.PARSE_OUTPUTS)}
     counts = {"fetch_rows": 0, "pages": 0, "links": 0}
+    shard_files.check_outputs(dirs, [*shard_files.FETCH_OUTPUTS, *shard_files.PARSE_OUTPUTS])
     con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
     try:
         with transaction(con):
@@ -87,6 +88,11 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                 run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
                         scope=settings.scope_rules())
             run_sql(con, "stages/cycle_figures", cycle=cycle)
+    except duckdb.Error as e:  # damage inside a file whose footer is whole: DuckDB's message names the file
+        path = next((f for paths in files.values() for f in paths if f in str(e)), None)
+        if path is None:
+            raise
+        raise shard_files.damaged(path, str(e).splitlines()[0][:100]) from None
     finally:
         for table in _STAGED:
             con.execute(f"DROP TABLE IF EXISTS {table}")

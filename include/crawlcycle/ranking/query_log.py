@@ -20,8 +20,12 @@ rows also keep time, shown_url (canonical form; NULL when the URL is not admitte
 aggregated rows leave those NULL. Queries are normalised by :func:`normalize_query`, and
 rows whose query is empty after it are dropped.
 
-A cycle ingests the partition of its data interval. Re-ingesting replaces the partition; a file with bad
-rows fails the load with a one-line ``QueryLogError`` and the partition keeps its previous rows.
+A cycle ingests the partition of its data interval. When it has none (no folder, or no file in it), the setting
+``missing_query_log`` decides: ``latest`` ingests the latest earlier partition's files in its place, ``empty`` an
+empty log, ``fail`` and ``wait`` stop the cycle (``wait``: after an Airflow sensor waited ``query_log_wait``
+seconds for it). ``cycles.query_partition`` keeps the partition read (NULL: none). Re-ingesting replaces the
+partition; a file with bad rows fails the load with a one-line ``QueryLogError`` and the partition keeps its
+previous rows.
 """
 
 from __future__ import annotations
@@ -66,6 +70,37 @@ def partition_dir(query_log_dir: str | Path, day: date) -> Path:
     return Path(query_log_dir) / f"dt={day.isoformat()}"
 
 
+def _files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.tsv")) + sorted(folder.glob("*.parquet"))
+
+
+def partition_exists(settings: Settings, day: date) -> bool:
+    """Whether partition ``day`` has a file (what the Airflow sensor of ``missing_query_log = wait`` asks)."""
+    return bool(_files(partition_dir(settings.query_log_dir, day)))
+
+
+def source_partition(settings: Settings, day: date) -> date | None:
+    """The partition a cycle of ``day`` reads: its own, else as ``missing_query_log`` says (None: an empty log);
+    QueryLogError when the setting says to stop."""
+    if partition_exists(settings, day):
+        return day
+    missing = f"query log: no partition for {day} in {partition_dir(settings.query_log_dir, day)}"
+    if settings.missing_query_log in ("fail", "wait"):
+        raise QueryLogError(f"{missing} (setting missing_query_log = {settings.missing_query_log})")
+    if settings.missing_query_log == "empty":
+        return None
+    earlier = sorted(d for d in (_partition_day(f) for f in Path(settings.query_log_dir).glob("dt=*"))
+                     if d is not None and d < day and partition_exists(settings, d))
+    return earlier[-1] if earlier else None
+
+
+def _partition_day(folder: Path) -> date | None:
+    try:
+        return date.fromisoformat(folder.name.removeprefix("dt="))
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Partition:
     """One partition read from disk, as the rows ``query_log`` stores (columns of ``SCHEMA``)."""
@@ -77,9 +112,8 @@ class Partition:
 
 def read_partition(settings: Settings, day: date) -> Partition:
     """All files of partition ``day`` under ``settings.query_log_dir``; empty when the partition does not exist."""
-    folder = partition_dir(settings.query_log_dir, day)
     frames = [pl.DataFrame(schema=SCHEMA)]
-    for path in sorted(folder.glob("*.tsv")) + sorted(folder.glob("*.parquet")):
+    for path in _files(partition_dir(settings.query_log_dir, day)):
         try:
             columns, raw = _read_tsv(path) if path.suffix == ".tsv" else _read_parquet(path)
         except pl.exceptions.PolarsError as e:
@@ -189,18 +223,19 @@ def _map_unique(column: pl.Series, fn: Callable[[str], str | None]) -> pl.Expr:
     return pl.col(column.name).replace_strict(mapping, default=None, return_dtype=pl.String)
 
 
-def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: date) -> int:
-    """Replace partition ``day`` of table query_log with the files under ``settings.query_log_dir``; return
-    the rows written. Nothing changes when a file is bad."""
-    part = read_partition(settings, day)
+def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: date,
+                     source: date | None = None) -> int:
+    """Replace partition ``day`` of table query_log with the files of partition ``source`` (default: ``day``) under
+    ``settings.query_log_dir``; return the rows written. Nothing changes when a file is bad."""
+    part = read_partition(settings, source or day)
     con.register("s_query_log", part.rows)
     try:
         with transaction(con):
             run_sql(con, "query_log/ingest", partition=day)
     finally:
         con.unregister("s_query_log")
-    _log.info("query log %s: %d rows, %d empty queries dropped, %d shown URLs not admitted",
-              day, part.rows.height, part.empty_queries, part.rejected_urls)
+    _log.info("query log %s (files of %s): %d rows, %d empty queries dropped, %d shown URLs not admitted",
+              day, source or day, part.rows.height, part.empty_queries, part.rejected_urls)
     return part.rows.height
 
 

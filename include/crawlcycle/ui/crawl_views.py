@@ -231,8 +231,9 @@ def _fits_plot(series: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
                    size=(max(4.0, 3.2 * len(series)), 3.2), axes=len(series))
 
 
-_CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("policy", "policy"), ("status", "status"),
-                  ("batch_size", "batch"), ("fetched", "fetched"), ("errors", "errors"), ("new_urls", "new URLs"),
+_CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("query_log", "query log"),
+                  ("policy", "policy"), ("status", "status"), ("batch_size", "batch"), ("fetched", "fetched"),
+                  ("errors", "errors"), ("new_urls", "new URLs"),
                   ("pages_total", "pages"), ("frontier_open", "frontier open"), ("next_batch", "next batch"),
                   ("seconds", "seconds"), ("gate_failures", "gate failures")]
 # Whether the query-driven part of each cycle's policy engaged; shares shown in per cent.

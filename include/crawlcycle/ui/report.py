@@ -10,7 +10,7 @@ from crawlcycle.airflow import task_overhead
 from crawlcycle.db import connect, query
 from crawlcycle.settings import Settings
 
-COLUMNS = ["cycle", "interval_start", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
+COLUMNS = ["cycle", "interval_start", "query_log", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
            "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
 # Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; README, "cycles").
 ENGAGEMENT = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",

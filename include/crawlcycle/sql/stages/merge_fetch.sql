@@ -4,14 +4,18 @@ INSERT INTO fetch_log
 SELECT $cycle, shard, url, host, final_url, status, redirects, bytes, content_type, started_at, finished_at,
        elapsed_ms, error_class, truncated, outcome
 FROM s_fetch_log;
-INSERT INTO fetch_requests (cycle, host, url, started_at, finished_at, new_connection)
-SELECT $cycle, host, url, started_at, finished_at, new_connection FROM s_requests;
+INSERT INTO fetch_requests (cycle, host, url, started_at, finished_at, new_connection, attempt)
+SELECT $cycle, host, url, started_at, finished_at, new_connection, attempt FROM s_requests;
 INSERT OR REPLACE INTO hosts (host, crawl_delay, delay, last_response_ms, errors, backoff_until, updated_cycle,
                               last_request_at, errors_before)
 SELECT host, crawl_delay, delay, last_response_ms, errors, backoff_until, $cycle, last_request_at, errors_before
 FROM s_hosts;
+-- A robots.txt copy keeps the cycle that fetched it (a replay of that cycle fetches it again, as the first run did).
 INSERT OR REPLACE INTO robots
-SELECT origin, host, status, fetched_at, robots_txt, crawl_delay, sitemaps, $cycle FROM s_robots;
+SELECT s.origin, s.host, s.status, s.fetched_at, s.robots_txt, s.crawl_delay, s.sitemaps,
+       CASE WHEN r.origin IS NOT NULL AND s.fetched_at IS NOT DISTINCT FROM r.fetched_at THEN r.updated_cycle
+            ELSE $cycle END
+FROM s_robots s LEFT JOIN robots r USING (origin);
 -- Origins: an answer resets the count of failures; the n-th failure in a row holds the origin's URLs out of the
 -- batches until cycle $cycle + $origin_retry_cycles * 2^(n-1), and from $origin_park_after failures on it is parked,
 -- tried every $origin_park_cycles cycles. An origin that answered, but only 4xx (429 aside) to every URL of the batch

@@ -2,7 +2,11 @@
 
 -- How did each cycle go, what did its batch slots give (waste), and did the query-driven part of its policy engage?
 CREATE OR REPLACE VIEW v_cycle_summary AS
-SELECT c.cycle, c.interval_start, c.policy, c.status, c.batch_size, c.fetched, c.errors, c.new_urls,
+SELECT c.cycle, c.interval_start,
+       CASE WHEN c.query_partition = c.interval_start THEN c.query_rows || ' rows'
+            WHEN c.query_partition IS NOT NULL THEN 'missing: read ' || c.query_partition || ', ' || c.query_rows || ' rows'
+            WHEN c.query_rows IS NOT NULL THEN 'missing: empty' END AS query_log,
+       c.policy, c.status, c.batch_size, c.fetched, c.errors, c.new_urls,
        c.pages_total, c.frontier_open, c.next_batch,
        round(epoch(c.finished_at - c.started_at), 1) AS seconds,
        (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures,
