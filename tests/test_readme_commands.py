@@ -31,6 +31,9 @@ EXCLUDED = {
     "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
                  "under a real scheduler and tests/test_dag.py runs the DAG",
     "make test": "the test suite itself",
+    ".venv/bin/crawlcycle fault-run --cycles 10 --kills 200 --seed 1":
+        "two crawls of ten cycles and 200 kills: most of an hour; tests/test_fault_run.py runs the fault run on two "
+        "cycles with six kills",
     "CRAWLCYCLE_SNAPSHOT=$PWD/../shared/corpus/dev-docs.warc.gz CRAWLCYCLE_SEEDS_FILE=$PWD/data/docs-seeds.txt "
     "make demo": "make demo over the documentation snapshot; tests/test_snapshot_crawl.py crawls that snapshot",
     "make ui": "runs Airflow until Ctrl-C; tests/test_crawl_page.py starts Airflow standalone and opens its UI",

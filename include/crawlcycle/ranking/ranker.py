@@ -70,7 +70,9 @@ def _where(values: pl.Series, mask: pl.Series, change: Callable[[pl.Series], pl.
 
 def _postings(fields: pl.DataFrame) -> pl.DataFrame:
     """(url, field, term, tf) of frame (url, field, content, n): content counted n times."""
-    return (fields.with_columns(term=terms(pl.col("content"))).explode("term").drop_nulls("term")
+    # the content goes before the explode, which repeats every other column once per term: a page of a megabyte
+    # of text repeated for each of its words took tens of GB
+    return (fields.select("url", "field", "n", term=terms(pl.col("content"))).explode("term").drop_nulls("term")
             .group_by("url", "field", "term").agg(tf=pl.col("n").sum().cast(pl.Int32)))
 
 
