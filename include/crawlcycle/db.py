@@ -64,16 +64,27 @@ def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.Duck
         con.close()
 
 
+_OPEN: set[int] = set()  # connections (by id) inside a transaction() block
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """One transaction around the block: rolled back if it raises. Large writes belong in one: an UPDATE of
-    millions of rows committed on its own took a hundred times as long as inside a transaction."""
+    millions of rows committed on its own took a hundred times as long as inside a transaction. Inside another
+    transaction() block of the same connection it joins that one (DuckDB has no nested transactions): a stage
+    runs whole in one, so that a process killed half-way leaves nothing of it for the retry to read."""
+    if id(con) in _OPEN:
+        yield
+        return
     con.execute("BEGIN")
+    _OPEN.add(id(con))
     try:
         yield
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    finally:
+        _OPEN.discard(id(con))
     con.execute("COMMIT")
 
 

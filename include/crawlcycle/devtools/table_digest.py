@@ -17,10 +17,11 @@ VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds"),
             "dq_results": ("created_at", "examples"),
             "schema_migrations": ("applied_at",)}
 # Rows kept of a table, where a second run keeps the first run's rows by nature: the requests of a killed (or
-# replayed) fetch reached their servers, so fetch_requests holds them under a lower ``attempt``; the requests of
-# each host's last attempt are what a straight run sent.
-KEPT = {"fetch_requests": "attempt = (SELECT max(attempt) FROM fetch_requests l WHERE l.cycle = t.cycle "
-                          "AND l.host = t.host)"}
+# replayed) fetch reached their servers, so fetch_requests holds them under a lower ``attempt``, and one in flight
+# at the kill without an end (it may never have reached its server); the ended requests of each host's last attempt
+# are what a straight run sent.
+KEPT = {"fetch_requests": "finished_at IS NOT NULL AND attempt = (SELECT max(attempt) FROM fetch_requests l "
+                          "WHERE l.cycle = t.cycle AND l.host = t.host AND l.finished_at IS NOT NULL)"}
 
 
 def table_rows(settings: Settings) -> dict[str, list[tuple]]:

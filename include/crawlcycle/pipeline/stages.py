@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from crawlcycle.db import connect, migrate, run_sql, scalar
+from crawlcycle.db import connect, migrate, run_sql, scalar, transaction
 from crawlcycle.models import improvability, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
@@ -167,8 +167,9 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
     with connect(settings) as con, timed(con, cycle, "plan_shards"):
         if not scalar(con, "SELECT count(*) FROM batches WHERE cycle = ?", [cycle]):
             # First cycle, or the previous one never materialized: choose this batch now.
-            registry.score_frontier(con, settings, cycle - 1)
-            materialize_mod.materialize(con, settings, cycle - 1)
+            with transaction(con):
+                registry.score_frontier(con, settings, cycle - 1)
+                materialize_mod.materialize(con, settings, cycle - 1)
         return write_shards(con, settings, cycle)
 
 
@@ -275,7 +276,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         seconds[name] = round(time.perf_counter() - t0, 2)
         return result
 
-    with connect(settings) as con, timed(con, cycle, "refit"):
+    with connect(settings) as con, timed(con, cycle, "refit"), transaction(con):
         graph = part("link_graph", lambda: refit.refit_link_graph(con, cycle))
         grams = part("ngram_index", lambda: ngram_index.update(con, settings, cycle))
         evidence = part("evidence_index", lambda: evidence_index.update(con, cycle))
@@ -292,20 +293,20 @@ def refit_models(settings: Settings, cycle: int) -> dict:
 
 @reports_disk_full
 def select_needy(settings: Settings, cycle: int) -> int:
-    with connect(settings) as con, timed(con, cycle, "select_needy"):
+    with connect(settings) as con, timed(con, cycle, "select_needy"), transaction(con):
         partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
         return select_needy_queries(con, settings, cycle, partition).height
 
 
 @reports_disk_full
 def score(settings: Settings, cycle: int) -> int:
-    with connect(settings) as con, timed(con, cycle, "score"):
+    with connect(settings) as con, timed(con, cycle, "score"), transaction(con):
         return registry.score_frontier(con, settings, cycle)
 
 
 @reports_disk_full
 def materialize(settings: Settings, cycle: int) -> int:
-    with connect(settings) as con, timed(con, cycle, "materialize"):
+    with connect(settings) as con, timed(con, cycle, "materialize"), transaction(con):
         return materialize_mod.materialize(con, settings, cycle).height
 
 
@@ -327,7 +328,7 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
 @reports_disk_full
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
-        with timed(con, cycle, "close"):
+        with timed(con, cycle, "close"), transaction(con):
             run_sql(con, "stages/close_cycle", cycle=cycle)
             export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
