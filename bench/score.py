@@ -55,10 +55,11 @@ from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
+import pyarrow.parquet as pq
 
 from crawlcycle.db import connect, migrate
 from crawlcycle.models import refit
-from crawlcycle.pipeline import shard_storage, stages
+from crawlcycle.pipeline import shard_files, shard_storage, stages
 from crawlcycle.pipeline.stages import CYCLE_STAGES
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
@@ -278,6 +279,9 @@ def write_shard(con: duckdb.DuckDBPyConnection, settings: Settings, c: int) -> N
                       "LEFT JOIN links l ON l.src = p.url WHERE p.cycle = $cycle GROUP BY ALL"),
             ("links", "SELECT src, dst, anchor FROM links WHERE cycle = $cycle")):
         con.execute(f"COPY ({select}) TO '{shard / name}.parquet' (FORMAT parquet)", {"cycle": c})
+    for name, schema in {**shard_files.FETCH_OUTPUTS, **shard_files.PARSE_OUTPUTS}.items():
+        if not (shard / name).exists():  # the gates check that a shard holds every file a fetch and a parse write
+            pq.write_table(schema.empty_table(), shard / name)
 
 
 def goal_scale(scale: float) -> int:

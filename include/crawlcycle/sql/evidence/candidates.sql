@@ -74,7 +74,7 @@ WITH fields AS (
     FROM (SELECT qid, seq, false AS via_results FROM by_evidence UNION ALL SELECT qid, seq, true FROM by_results)
     GROUP BY qid, seq
 )
-SELECT c.qid, c.seq, coalesce(round(sum(w.weight ORDER BY w.term), 9), 0) AS evidence_score,
+SELECT c.qid, c.seq, coalesce(round(sum(w.weight), 9), 0) AS evidence_score,
        coalesce(count(w.term) / nullif(any_value(t.terms), 0), 0) AS term_share, c.via_results
 FROM candidates c
 LEFT JOIN (SELECT qid, count(*) AS terms FROM query_terms GROUP BY qid) t ON t.qid = c.qid

@@ -9,9 +9,7 @@ WITH best AS (
 ), candidates AS (
     SELECT DISTINCT q.qid, b.doc FROM s_query_terms q JOIN best b ON b.tid = q.tid
 ), scored AS (
-    -- summed in term order: a sum in the order the parallel join delivers can differ in the last bit, and so
-    -- the rounded score of a replay
-    SELECT c.qid, c.doc, round(sum(w.weight ORDER BY q.tid) + any_value(w.prior), 9) AS score
+    SELECT c.qid, c.doc, round(sum(w.weight) + any_value(w.prior), 9) AS score
     FROM candidates c
     JOIN s_query_terms q ON q.qid = c.qid
     JOIN r_weights w ON w.key = q.tid::BIGINT << 32 | c.doc
