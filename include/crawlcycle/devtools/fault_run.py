@@ -16,6 +16,7 @@ a lower ``attempt``; the politeness check reads them all).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -211,21 +212,14 @@ class Workers:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             raise RuntimeError(f"task {spec['label']} did not end within {_TASK_TIMEOUT} s") from None
-        os.killpg(proc.pid, signal.SIGKILL) if _group_alive(proc.pid) else None  # a kill leaves no child behind
+        with contextlib.suppress(ProcessLookupError):  # a killed task's children (a parse pool) go with it
+            os.killpg(proc.pid, signal.SIGKILL)
         return status, json.loads(result.read_text()) if result.is_file() else {}
 
     def close(self) -> None:
         if self.next:
             self.next.stdin.close()  # type: ignore[union-attr]
             self.next.wait()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 @dataclass
