@@ -44,8 +44,12 @@ def fit(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     hist = query(con, "models/improvement_history", cycle=cycle)
     metrics: dict = {"rows": hist.height}
     if hist.height:
-        buckets = (hist.with_columns(b=pl.col("x").bin_quantiles(BUCKETS, labels=False))
-                   .group_by("b").agg(x=pl.col("x").mean(), y=pl.col("y").mean(), n=pl.len()).sort("x"))
+        bucket = hist.select(pl.col("x").bin_quantiles(BUCKETS, labels=False)).to_series().to_numpy()
+        xs, ys = hist["x"].to_numpy(), hist["y"].to_numpy()
+        # means in NumPy over the rows in history order: a parallel group-by adds in thread order, and the last
+        # digit would differ between two runs of the same cycle
+        buckets = pl.DataFrame([{"x": float(xs[bucket == k].mean()), "y": float(ys[bucket == k].mean()),
+                                 "n": int((bucket == k).sum())} for k in np.unique(bucket)]).sort("x")
         metrics["buckets"] = buckets.select("x", "y", "n").to_dicts()
         if buckets.height >= 2:
             from sklearn.linear_model import LinearRegression  # 2 s to import: only where a fit runs
