@@ -29,7 +29,7 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser and not faults"
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check include dags plugins tests bench
+	$(BIN)/ruff check include dags plugins tests bench sql
 
 ui: $(VENV)/.installed
 	$(BIN)/crawlcycle ui
@@ -49,15 +49,19 @@ bench-score: $(VENV)/.installed
 bench-policies: $(VENV)/.installed
 	$(BIN)/python bench/policies.py
 
-# Re-resolve the pinned versions (needs the package index); commit the three files. requirements.lock is what runs
-# (the Docker image installs it); requirements-semantic.lock adds the optional embedding model (setting
-# semantic_match); requirements-dev.lock is that set plus the test and lint tools.
+# Re-resolve the pinned versions (needs the package index); commit the four files. requirements.lock is the base
+# install, what a crawl needs; requirements-celery.lock adds scale-out (the Docker image installs it);
+# requirements-semantic.lock adds the optional embedding model (setting semantic_match); requirements-dev.lock is
+# every extra (lab, celery, semantic) plus the test and lint tools.
 lock:
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --generate-hashes -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra celery --python-version 3.11 --generate-hashes \
+		-c requirements.lock -o requirements-celery.lock
 	$(BIN)/uv pip compile pyproject.toml --extra semantic --python-version 3.11 --generate-hashes \
 		-c requirements.lock --excludes requirements-excludes.txt -o requirements-semantic.lock
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra semantic --python-version 3.11 --generate-hashes \
-		-c requirements-semantic.lock --excludes requirements-excludes.txt -o requirements-dev.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra lab --extra celery --extra semantic --python-version 3.11 \
+		--generate-hashes -c requirements-celery.lock -c requirements-semantic.lock --excludes requirements-excludes.txt \
+		-o requirements-dev.lock
 
 clean:
 	rm -rf data .airflow

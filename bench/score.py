@@ -57,10 +57,11 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from crawlcycle.contracts import shard_files
 from crawlcycle.db import connect, migrate
 from crawlcycle.models import refit
-from crawlcycle.pipeline import shard_files, shard_storage, stages
-from crawlcycle.pipeline.stages import CYCLE_STAGES
+from crawlcycle.pipeline import shard_storage, stages
+from crawlcycle.pipeline.stage_order import TASKS
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.settings import Settings, load_settings
@@ -303,7 +304,7 @@ def peak_rss() -> int:
 def run_stage(name: str, settings: Settings) -> tuple[float, int, object]:
     """One stage of cycle ``CYCLE``, in a process of its own: (seconds, peak RSS bytes, the stage's result)."""
     t = time.perf_counter()
-    result = CYCLE_STAGES[name](settings, CYCLE)
+    result = TASKS[name].run(settings, {"cycle": CYCLE})
     return time.perf_counter() - t, peak_rss(), result
 
 

@@ -8,25 +8,27 @@ for LocalExecutor).
 
 from __future__ import annotations
 
-from functools import partial
-
 import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
-from crawlcycle.airflow.support import dag_settings, db_args, default_args, fetch_args, policy_doc, run_interval
-from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER
+from crawlcycle.airflow.support import (
+    TASK_OVERRIDES,
+    dag_settings,
+    default_args,
+    policy_doc,
+    run_interval,
+    task_args,
+)
+from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
 
-# Every task that opens the DuckDB file runs alone on the writer: DuckDB allows one open at a time.
-db_task = partial(task, **db_args(settings))
-
-
-def _run(**overrides: object) -> object:
+def _run(task_name: str) -> object:
+    """The settings a task runs with: the run's parameters over the settings, and the task's own overrides."""
     from crawlcycle.pipeline.stages import run_settings
 
-    return run_settings({**get_current_context()["params"], **overrides})
+    return run_settings({**get_current_context()["params"], **TASK_OVERRIDES.get(task_name, {})})
 
 
 @dag(
@@ -47,77 +49,46 @@ def _run(**overrides: object) -> object:
     doc_md=__doc__,
 )
 def crawl_cycle() -> None:
-    @db_task
-    def begin() -> int:
-        from crawlcycle.pipeline import stages
-
-        start, end, run_id = run_interval(get_current_context())
-        return stages.begin(_run(), start, end, run_id)
-
-    @db_task
-    def plan_shards(cycle_no: int) -> list[str]:
-        from crawlcycle.pipeline import stages
-
-        return stages.plan_shards(_run(), cycle_no)
-
-    @task(**fetch_args(settings))
-    def fetch(shard_dir: str) -> str:
-        from crawlcycle.pipeline import stages
-
-        return stages.fetch(_run(), shard_dir)
+    @task
+    def shard_task(name: str, shard: str) -> object:
+        return TASKS[name].run(_run(name), {"shard": shard})
 
     @task
-    def parse(shard_dir: str) -> str:
-        from crawlcycle.pipeline import stages
+    def db_task(name: str, cycle: int | None = None, shards: list[str] | None = None) -> object:
+        context = get_current_context()
+        start, end, run_id = run_interval(context)
+        out = TASKS[name].run(_run(name), {"start": start, "end": end, "run_id": run_id, "cycle": cycle,
+                                           "shards": list(shards or [])})
+        for asset in context["task"].outlets:  # the crawl state, updated by the cycle's last task
+            context["outlet_events"][asset].extra = {"cycle": cycle, "interval_start": start.isoformat()}
+        for line in out if TASKS[name].kind == GATE else ():
+            print(line)
+        return out
 
-        # Shards already run in parallel as mapped tasks; a process pool inside a task would
-        # re-import the `airflow` entry point in each worker.
-        return stages.parse(_run(parse_workers=1), shard_dir)
-
-    @db_task(trigger_rule="none_failed")
-    def gate(gate_names: list[str], cycle_no: int, shard_dirs: list[str] | None = None) -> None:
-        from crawlcycle.pipeline import stages
-
-        for name in gate_names:
-            print(stages.gate(_run(), name, cycle_no, list(shard_dirs or [])).message(cycle_no))
-
-    @db_task(trigger_rule="none_failed")
-    def update(cycle_no: int, shard_dirs: list[str]) -> dict:
-        from crawlcycle.pipeline import stages
-
-        return stages.update_tables(_run(), cycle_no, list(shard_dirs or []))
-
-    @db_task
-    def stage(name: str, cycle_no: int) -> object:
-        from crawlcycle.pipeline import stages
-
-        return stages.CYCLE_STAGES[name](_run(), cycle_no)
-
-    # STAGE_ORDER: begin gives the cycle number and plan_shards the shard folders, each shard task is mapped over
-    # the folders the one before it returned, and the tasks after them run one after the other.
-    cycle_no = begin()
+    # STAGE_ORDER in turn: a shard task is mapped over the shard folders, every other task gets the inputs it
+    # takes from the tasks before it that gave them.
+    given: dict[str, object] = {}
+    tasks = []
+    for t in STAGE_ORDER:
+        if t.kind == SHARD:
+            out = shard_task.override(task_id=t.name, **task_args(settings, t)).partial(name=t.name).expand(
+                shard=given["shards"])
+        else:
+            out = db_task.override(task_id=t.name, **task_args(settings, t))(
+                t.name, **{k: given[k] for k in t.takes if k in given})
+        if t.gives:
+            given[t.gives] = out
+        tasks.append(out)
+    chain(*tasks)
     if settings.missing_query_log == "wait":
         # the interval's query-log partition may land late: begin waits for it, giving the slot up between pokes
         @task.sensor(poke_interval=60, timeout=settings.query_log_wait, mode="reschedule")
         def query_log_partition() -> bool:
             from crawlcycle.ranking.query_log import partition_exists
 
-            return partition_exists(_run(), run_interval(get_current_context())[0])
+            return partition_exists(_run("begin"), run_interval(get_current_context())[0])
 
-        query_log_partition() >> cycle_no
-    shard_dirs = plan_shards(cycle_no)
-    per_shard = {"fetch": fetch, "parse": parse}
-    serial = []
-    for t in STAGE_ORDER[2:]:
-        if t.kind == SHARD:
-            shard_dirs = per_shard[t.name].expand(shard_dir=shard_dirs)
-        elif t.kind == GATE:
-            serial.append(gate.override(task_id=t.name)(list(t.gates), cycle_no, shard_dirs if t.shards else None))
-        elif t.name == "update":
-            serial.append(update(cycle_no, shard_dirs))
-        else:
-            serial.append(stage.override(task_id=t.name)(t.name, cycle_no))
-    chain(*serial)
+        query_log_partition() >> tasks[0]
 
 
 crawl_cycle()

@@ -49,6 +49,47 @@ def test_every_module_lives_in_a_subpackage_but_the_entry_points() -> None:
     assert top == ["__init__.py", "cli.py", "db.py", "settings.py"]
 
 
+def unit(module: str) -> str:
+    """The part of the package a module belongs to: its subpackage, or the top-level module itself."""
+    return module.split(".")[1]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Which parts of the package import which (a part's imports of itself left out)."""
+    graph: dict[str, set[str]] = {}
+    for p in PACKAGE.rglob("*.py"):
+        rel = p.relative_to(PACKAGE)
+        src = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        units = {unit(m) for m in imports(p) if m.count(".")}
+        graph.setdefault(src, set()).update(u for u in units
+                                            if u != src and ((PACKAGE / u).is_dir() or (PACKAGE / f"{u}.py").exists()))
+    return graph
+
+
+def test_no_two_parts_of_the_package_import_each_other_even_through_others() -> None:
+    graph = import_graph()
+    assert {"pipeline", "fetch", "contracts", "settings"} <= graph.keys()
+
+    def reaches(a: str, b: str) -> bool:
+        seen, todo = set(), [a]
+        while todo:
+            for n in graph.get(todo.pop(), ()):
+                if n == b:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return False
+
+    cycles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if reaches(b, a))
+    assert not cycles, cycles
+
+
+def test_the_contracts_are_the_bottom_layer() -> None:
+    graph = import_graph()
+    assert graph["contracts"] == set() and graph["settings"] == {"contracts"}, (graph["contracts"], graph["settings"])
+
+
 def test_paths_the_docs_name_exist() -> None:
     """Every file or folder of the project that README.md and ARCHITECTURE.md name in backticks exists, from the
     project root or from the package (``pipeline/stages.py``, ``sql/...``), so the docs follow the code when it

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.parse.canonical import (
+from crawlcycle.contracts.canonical import (
     UrlRejected,
     canon_main,
     canonicalize,
@@ -24,7 +24,8 @@ UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 
 
 def settings(**overrides):
-    return load_settings(overrides={"user_agent": UA, **overrides}, environ={})
+    """The URL rules of settings loaded with ``overrides``."""
+    return load_settings(overrides={"user_agent": UA, **overrides}, environ={}).url_rules
 
 
 # Optional rules off and limits out of the way: what is left is the fixed normalisation.

@@ -41,18 +41,33 @@ def test_dag_imports_cleanly_and_wires_every_stage(dagbag, settings: Settings) -
     assert tasks["fetch"].is_mapped and tasks["parse"].is_mapped
     assert tasks["gate_shards"].upstream_task_ids >= {"parse"} and "update" in tasks["gate_shards"].downstream_task_ids
     assert {"materialize"} <= tasks["gate_materialize"].upstream_task_ids
+    # the last task updates the crawl-state asset, which the example export DAG is scheduled on
+    (state,) = tasks["close"].outlets
+    assert state.uri == Path(settings.db_path).resolve().as_uri() and not tasks["refit"].outlets
+    assert list(dagbag.dags["export_pages"].timetable.asset_condition.objects) == [state]
 
 
-def test_the_dag_needs_a_user_agent(settings: Settings, airflow_db: Path, tmp_path: Path,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_user_agent_the_dag_parses_and_begin_fails_in_one_line(
+        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
-    write_toml(replace(settings, user_agent=""), tmp_path / "anonymous.toml")
+    from crawlcycle.pipeline.stages import init
+
+    anonymous = replace(settings, user_agent="")
+    write_toml(anonymous, tmp_path / "anonymous.toml")
     monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "anonymous.toml"))
     dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
-    assert "crawl_cycle" not in dagbag.dags
-    (error,) = dagbag.import_errors.values()
-    assert "setting user_agent: required, and must carry a contact URL or e-mail" in error
+    assert dagbag.import_errors == {}
+    init(anonymous)
+    run = dagbag.dags["crawl_cycle"].test(logical_date=datetime(2026, 11, 1, tzinfo=UTC))
+    assert run.state == "failed"
+    failed = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert failed["begin"] == "failed" and failed["fetch"] == "upstream_failed", failed
+    lines = [r.getMessage() for r in caplog.records if "setting user_agent" in r.getMessage()]
+    assert any(line.startswith("crawl_cycle.begin") and "\n" not in line for line in lines), lines
+    with connect(anonymous, read_only=True) as con:  # refused before the cycle was opened
+        assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]
 
 
 def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:

@@ -19,7 +19,7 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.disk_full import DiskFullError
-from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER
+from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import Settings, write_toml
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
@@ -65,7 +65,7 @@ def finish(s: Settings, cycle: int, shards: list[str], after: str) -> None:
     names = [t.name for t in STAGE_ORDER]
     for t in STAGE_ORDER[names.index(after) + 1:]:
         for d in shards if t.kind == SHARD else [None]:
-            stages.run_task(s, t.name, cycle, shards, d)
+            t.run(s, {"cycle": cycle, "shards": shards, "shard": d})
     with connect(s, read_only=True) as con:
         assert con.execute("SELECT status FROM cycles WHERE cycle = ?", [cycle]).fetchall() == [("done",)]
 
@@ -106,7 +106,7 @@ def test_an_update_on_a_full_disk_leaves_the_database_as_it_was(settings: Settin
     shards = stages.plan_shards(s, cycle)
     for task in ("fetch", "parse", "gate_shards"):
         for d in shards if task != "gate_shards" else [None]:
-            stages.run_task(s, task, cycle, shards, d)
+            TASKS[task].run(s, {"cycle": cycle, "shards": shards, "shard": d})
     tables = table_digest(s)
     ballast = fill(small_disk, leave=32_000)  # less than the cycle's new rows
     with pytest.raises(DiskFullError) as failed:

@@ -24,7 +24,7 @@ from tests.support.net import free_port
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "docker" / "docker-compose.yml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
-LOCK = ROOT / "requirements.lock"
+LOCK = ROOT / "requirements-celery.lock"  # what the image installs: the base set and scale-out
 SECRET = "test-jwt-secret"
 # What every Airflow component must agree on to be one deployment.
 SHARED_AIRFLOW = ("AIRFLOW__CORE__EXECUTOR", "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "AIRFLOW__CELERY__BROKER_URL",
@@ -233,8 +233,8 @@ def test_image_installs_the_lock() -> None:
     text = DOCKERFILE.read_text()
     airflow = re.search(r"^apache-airflow==(\S+)", LOCK.read_text(), re.M)[1]
     assert re.search(rf"^FROM apache/airflow:{re.escape(airflow)}-python3\.11\s*$", text, re.M)
-    copied = re.search(r"^COPY .*\brequirements\.lock (\S+)$", text, re.M)
-    assert copied, "the Dockerfile does not copy requirements.lock"
+    copied = re.search(rf"^COPY .*\b{re.escape(LOCK.name)} (\S+)$", text, re.M)
+    assert copied, f"the Dockerfile does not copy {LOCK.name}"
     runs = [" ".join(m.split()) for m in re.findall(r"^RUN (.+?)(?<!\\)$", text, re.M | re.S)]
     lock_install = [r for r in runs if f"-r {copied[1]}" in r]
     assert lock_install and "--require-hashes" in lock_install[0] and "--no-deps" in lock_install[0]
@@ -262,12 +262,16 @@ def _pins(lock: Path) -> dict[str, str]:
     return pins
 
 
-def test_locks_pin_every_package_with_hashes_and_the_image_lock_has_no_test_tools() -> None:
-    runtime, dev = _pins(LOCK), _pins(ROOT / "requirements-dev.lock")
-    assert len(runtime) > 100
-    # the dev lock is the image's set, same versions, plus the test and lint tools
-    assert {name: dev.get(name) for name in runtime} == runtime
-    assert {"pytest", "ruff", "playwright"} <= set(dev) - set(runtime)
+def test_locks_pin_every_package_with_hashes_and_nest_by_use() -> None:
+    base, image, dev = _pins(ROOT / "requirements.lock"), _pins(LOCK), _pins(ROOT / "requirements-dev.lock")
+    assert len(base) > 100
+    # base install < the image (base + scale-out) < dev (every extra + test tools), each at the same versions
+    assert {name: image.get(name) for name in base} == base and {name: dev.get(name) for name in image} == image
+    lab, scale_out, tools = {"matplotlib", "bm25s", "pystemmer"}, {"celery", "psycopg2-binary", "redis"}, {"pytest",
+                                                                                                          "ruff"}
+    assert not (lab | scale_out | tools) & set(base)
+    assert scale_out <= set(image) and not (lab | tools) & set(image)
+    assert lab | scale_out | tools <= set(dev)
 
 
 def test_dockerignore_keeps_local_state_out() -> None:

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.politeness import read_journal
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import write_toml
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import (

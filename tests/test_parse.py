@@ -12,10 +12,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.parse.canonical import canonicalize
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import canonicalize
 from crawlcycle.parse.records import REASONS, parse_warcs
 from crawlcycle.parse.simhash import NearDuplicateIndex, hamming, simhash
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from crawlcycle.contracts.policies import NAMES, REGISTRY
 from crawlcycle.db import SQL_DIR, connect, statements
 from crawlcycle.ordering import registry
-from crawlcycle.ordering.policies import NAMES, REGISTRY
 from crawlcycle.pipeline import update
 from crawlcycle.settings import load_settings
 from tests.support.crawl_state import new_state

@@ -272,7 +272,8 @@ def test_a_cycle_without_its_partition_does_what_the_setting_says(tmp_path: Path
     from crawlcycle.ranking.query_log import QueryLogError
 
     s = load_settings(overrides={"query_log_dir": str(tmp_path / "query_log"), "db_path": str(tmp_path / "c.duckdb"),
-                                 "data_dir": str(tmp_path / "data"), "missing_query_log": missing}, environ={})
+                                 "data_dir": str(tmp_path / "data"), "missing_query_log": missing,
+                                 "user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"}, environ={})
     write_tsv(s, "a.tsv", ["old query\t3"], day=date(2026, 10, 30))
     write_tsv(s, "a.tsv", ["python decorators\t5", "duckdb join\t2"])
     (partition_dir(s.query_log_dir, date(2026, 11, 2))).mkdir()  # a folder without a file is missing too

@@ -5,11 +5,14 @@ the stages' own seconds and Airflow's overhead from this scheduler's metadata da
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from pathlib import Path
 
+import polars as pl
 import psutil
 import pytest
+import requests
 
 from crawlcycle.airflow.support import DUCKDB_POOL
 from crawlcycle.db import connect
@@ -47,8 +50,10 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
     stack.setup()
     with stack:
         stack.start()
+        _unpause(stack, "export_pages")  # the example DAG scheduled on the crawl-state asset
         stack.backfill("2026-11-01", "2026-11-02")
         runs = stack.wait_for_runs(2, timeout=600)
+        exports = _wait_for_exports(stack, settings, {1, 2}, timeout=300)
         tis = [ti for run in runs for ti in stack.task_instances(run["dag_run_id"])]
         digest, cycles = table_digest(settings), _cycles(settings)
         # Reprocessing clears the interval's finished run and queues it again under the same run id.
@@ -78,6 +83,13 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
     assert [c[:3] for c in after] == [c[:3] for c in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
     assert after[0][3] == cycles[0][3] < cycles[1][3] < after[1][3]
     assert table_digest(settings) == digest
+    # each cycle's close updated the crawl-state asset, and the DAG scheduled on it exported that cycle's pages
+    assert all(r["run_type"] == "asset_triggered" and r["state"] == "success" for r in exports), exports
+    with connect(settings, read_only=True) as con:
+        for cycle in (1, 2):
+            stored = con.execute("SELECT count(*) FROM pages WHERE cycle = ? AND reason IS NULL AND duplicate_of IS "
+                                 "NULL", [cycle]).fetchone()[0]
+            assert stored > 0 and pl.read_parquet(_export(settings, cycle)).height == stored
     # Each run's task times from this scheduler's metadata database, joined with the stages' own seconds.
     summary = cycle_summary(settings)
     runs_by_cycle, no_airflow = airflow_runs(summary, stack.env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"])
@@ -90,6 +102,36 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         # the executor imported GX before forking the workers: no gate task imports it again, so its import
         # takes less than the gate's validation
         assert all(t.gx_import < t.own for t in run.tasks if t.task.startswith("gate_")), run.tasks
+
+
+def _export(settings: Settings, cycle: int) -> Path:
+    return Path(settings.data_dir) / "exports" / f"pages-cycle-{cycle}.parquet"
+
+
+def _unpause(stack: AirflowStack, dag_id: str, timeout: float = 120) -> None:
+    """Unpause ``dag_id`` once the DAG processor has stored it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            stack.api("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
+            return
+        except requests.HTTPError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
+def _wait_for_exports(stack: AirflowStack, settings: Settings, cycles: set[int], timeout: float) -> list[dict]:
+    """The runs of export_pages once every cycle of ``cycles`` has its export file and no run is unfinished."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = stack.runs("export_pages")
+        if all(_export(settings, c).is_file() for c in cycles) and all(r["state"] in ("success", "failed")
+                                                                        for r in runs):
+            return runs
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"export_pages runs after {timeout:.0f}s: {[(r['run_type'], r['state']) for r in runs]}")
+        time.sleep(3)
 
 
 def test_ui_stopped_by_sigterm_stops_everything_it_started(settings: Settings, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import crawlcycle
-from crawlcycle.pipeline import shard_files
+from crawlcycle.contracts import shard_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(crawlcycle.__file__).parent

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.sitemaps import read_sitemap
-from crawlcycle.pipeline import shard_files
 from tests.support.faultserver import FaultServer, page, respond
 from tests.support.fetching import gaps, run, settings_for
 

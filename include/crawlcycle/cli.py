@@ -123,8 +123,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    from crawlcycle.contracts.canonical import UrlRejected, canonicalize
     from crawlcycle.fetch.fetcher import fetch_urls
-    from crawlcycle.parse.canonical import UrlRejected, canonicalize
 
     settings = _settings(args, fetches=True)
     path = Path(args.urls)
@@ -134,7 +134,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     for line in path.read_text().splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
             try:
-                urls.append(canonicalize(line.strip(), settings=settings))
+                urls.append(canonicalize(line.strip(), rules=settings.url_rules))
             except UrlRejected as e:
                 # Kept as given: the fetcher logs it with an error class instead of dropping it.
                 print(f"note: {line.strip()} is not crawlable ({e.reason})", file=sys.stderr)
@@ -145,9 +145,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_canon(args: argparse.Namespace) -> int:
-    from crawlcycle.parse.canonical import canon_main
+    from crawlcycle.contracts.canonical import canon_main
 
-    return canon_main(sys.stdin, sys.stdout, _settings(args))
+    return canon_main(sys.stdin, sys.stdout, _settings(args).url_rules)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -314,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The modules of the install's extras (pyproject.toml), by the extra that brings them.
+EXTRAS = {"matplotlib": "lab", "bm25s": "lab", "Stemmer": "lab", "celery": "celery", "psycopg2": "celery",
+          "redis": "celery", "asyncpg": "celery", "airflow.providers.celery": "celery"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM (a service manager, `timeout`, `kill`) unwinds like Ctrl-C, so every process a command started (Airflow,
@@ -332,6 +337,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`crawlcycle settings | head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except ModuleNotFoundError as e:
+        extra = next((x for prefix, x in EXTRAS.items() if (e.name or "").startswith(prefix)), None)
+        if extra is None:
+            raise
+        print(f"crawlcycle {args.command}: needs the {extra} extra, which is not installed (module {e.name}): "
+              f"pip install 'crawlcycle[{extra}]'", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

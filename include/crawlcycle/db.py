@@ -1,4 +1,5 @@
-"""The DuckDB crawl database: connections, migrations, and the SQL files shipped in the package (``crawlcycle/sql/``).
+"""The DuckDB crawl database: connections, migrations, and the SQL files (the project's root folder ``sql/``,
+installed as the package ``crawlcycle.sql``).
 
 Only one process may have the file open at a time (readers included), so every caller opens it
 through :func:`connect`, briefly, and Airflow runs all such tasks in a one-slot pool.
@@ -20,7 +21,7 @@ import polars as pl
 from crawlcycle.settings import Settings, SettingsError
 
 # A folder on disk: the package is installed unzipped (editable or not), so Path operations (glob) work on it.
-SQL_DIR = Path(str(resources.files("crawlcycle") / "sql"))
+SQL_DIR = Path(str(resources.files("crawlcycle.sql")))
 _PARAM = re.compile(r"\$([a-z_][a-z0-9_]*)")
 
 

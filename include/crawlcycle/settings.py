@@ -15,10 +15,13 @@ import re
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import date
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from crawlcycle.ordering.policies import NAMES as POLICIES
+from crawlcycle.contracts.canonical import UrlRules
+from crawlcycle.contracts.errors import InputError
+from crawlcycle.contracts.policies import NAMES as POLICIES
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
@@ -35,12 +38,11 @@ EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 
 
-class InputError(ValueError):
-    """Bad input (a setting, a file, an argument): the message is one line naming it and the reason."""
-
-
 class SettingsError(InputError):
     """A setting has a bad value; the message names it."""
+
+
+_URL = UrlRules()
 
 
 def _s(default: Any, help: str) -> Any:
@@ -136,14 +138,16 @@ class Settings:
     max_hops: int = _s(0, "most links followed from the nearest seed (0 = no limit)")
     follow_external: bool = _s(True, "admit URLs of hosts other than the seeds' hosts")
     # parsing and canonicalization
-    max_url_length: int = _s(256, "longer URLs are rejected")
+    max_url_length: int = _s(_URL.max_url_length, "longer URLs are rejected")
     max_urls_per_host: int = _s(10000, "frontier URLs kept per host")
-    sort_query_params: bool = _s(True, "sort query parameters by name")
-    drop_empty_query: bool = _s(True, "drop a bare '?' with no parameters")
-    strip_session_params: bool = _s(True, "strip session-id and tracking parameters (utm_*, sessionid, ...)")
-    drop_index_pages: bool = _s(False, "drop default index pages (index.html, index.php, ...)")
-    max_path_segments: int = _s(16, "URLs with more path segments are rejected (spider trap)")
-    max_segment_repeats: int = _s(3, "URLs repeating one path segment this often are rejected (spider trap)")
+    sort_query_params: bool = _s(_URL.sort_query_params, "sort query parameters by name")
+    drop_empty_query: bool = _s(_URL.drop_empty_query, "drop a bare '?' with no parameters")
+    strip_session_params: bool = _s(_URL.strip_session_params, "strip session-id and tracking parameters "
+                                 "(utm_*, sessionid, ...)")
+    drop_index_pages: bool = _s(_URL.drop_index_pages, "drop default index pages (index.html, index.php, ...)")
+    max_path_segments: int = _s(_URL.max_path_segments, "URLs with more path segments are rejected (spider trap)")
+    max_segment_repeats: int = _s(_URL.max_segment_repeats, "URLs repeating one path segment this often are "
+                                  "rejected (spider trap)")
     max_outlinks_per_page: int = _s(1000, "out-links kept per page")
     parse_workers: int = _s(0, "parser processes per parse task (0 = one per core)")
     extractor: str = _s("trafilatura_text", "main-text extraction: trafilatura_text (trafilatura's main text, "
@@ -208,6 +212,11 @@ class Settings:
     demo_seed: int = _s(42, "seed of the demo web generator")
     demo_port: int = _s(8089, "port of the demo web server on loopback")
     snapshot: str = _s("", "WARC file served by the demo web instead of the generated one")
+
+    @cached_property
+    def url_rules(self) -> UrlRules:
+        """The canonical form's rules this crawl uses."""
+        return UrlRules(**{f.name: getattr(self, f.name) for f in fields(UrlRules)})
 
     def path(self, name: str) -> Path:
         return Path(getattr(self, name))

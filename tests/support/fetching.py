@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.fetcher import fetch_urls
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings, load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer

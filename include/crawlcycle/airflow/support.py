@@ -6,10 +6,11 @@ import logging
 import os
 import socket
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
-from crawlcycle.ordering.policies import REGISTRY
-from crawlcycle.pipeline.stage_order import GATE, STAGE_ORDER
+from crawlcycle.contracts.policies import REGISTRY
+from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, Task
 from crawlcycle.settings import Settings, load_settings
 
 DUCKDB_POOL = "crawl_duckdb"
@@ -18,6 +19,9 @@ WORKER_NAME_ENV = "CELERY_WORKER_NAME"
 # The gate task ids and the gates each runs, in order: how `crawlcycle report` finds a gate task's own seconds
 # (gate_<stage> in cycles.stage_seconds).
 GATE_TASKS = {t.name: t.gates for t in STAGE_ORDER if t.kind == GATE}
+# Settings a task overrides: shards already run in parallel as mapped tasks, and a process pool inside a parse task
+# would re-import the `airflow` entry point in each worker.
+TASK_OVERRIDES = {"parse": {"parse_workers": 1}}
 # Each retry of a fetch shard waits this many times longer than the one before (up to max_retry_delay).
 FETCH_BACKOFF = 2.0
 
@@ -25,9 +29,9 @@ log = logging.getLogger("crawlcycle")
 
 
 def dag_settings() -> Settings:
-    """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file. The DAG
-    fetches, so a user agent with a contact is required before it can be parsed at all."""
-    return load_settings().require_user_agent()
+    """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file. A missing user
+    agent does not stop the parse (a DAG missing from the UI says nothing): begin fails on it, in one line."""
+    return load_settings()
 
 
 def policy_doc() -> str:
@@ -46,19 +50,25 @@ def default_args(settings: Settings) -> dict[str, Any]:
     }
 
 
-def fetch_args(settings: Settings) -> dict[str, Any]:
-    """Fetch shards meet flaky hosts and networks: more retries, each after a longer wait."""
-    return {
-        "retries": settings.fetch_retries,
-        "retry_exponential_backoff": FETCH_BACKOFF,
-        "max_retry_delay": timedelta(seconds=settings.max_retry_delay),
-    }
+def crawl_state(settings: Settings) -> Any:
+    """The crawl database as an Airflow asset: the cycle's last task updates it (the event's extra names the cycle),
+    so a DAG scheduled on it (an indexer, an export: ``dags/export_pages.py``) runs after every cycle."""
+    from airflow.sdk import Asset
+
+    return Asset(name="crawl_state", uri=Path(settings.db_path).resolve().as_uri())
 
 
-def db_args(settings: Settings) -> dict[str, Any]:
-    """Tasks that open the DuckDB file: one at a time, on one machine (the one-slot pool holds it under
-    LocalExecutor, which ignores queues; the writer queue's single worker holds it under Celery)."""
-    return {"pool": DUCKDB_POOL, "queue": settings.writer_queue}
+def task_args(settings: Settings, t: Task) -> dict[str, Any]:
+    """The Airflow arguments of task ``t`` beyond ``default_args``."""
+    if t.kind == SHARD:
+        # fetch shards meet flaky hosts and networks: more retries, each after a longer wait
+        return {"retries": settings.fetch_retries, "retry_exponential_backoff": FETCH_BACKOFF,
+                "max_retry_delay": timedelta(seconds=settings.max_retry_delay)} if t.name == "fetch" else {}
+    # A task that opens the DuckDB file runs alone, on one machine (the one-slot pool holds it under LocalExecutor,
+    # which ignores queues; the writer queue's single worker holds it under Celery), and runs after shard tasks
+    # that were skipped (a cycle without shards maps them over nothing).
+    outlets = [crawl_state(settings)] if t == STAGE_ORDER[-1] else []
+    return {"pool": DUCKDB_POOL, "queue": settings.writer_queue, "trigger_rule": "none_failed", "outlets": outlets}
 
 
 def failure_line(context: dict[str, Any]) -> str:

@@ -27,13 +27,26 @@ import ipaddress
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TextIO
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import idna
 
-from crawlcycle.settings import Settings
+
+@dataclass(frozen=True)
+class UrlRules:
+    """The rules of the canonical form a user may change; ``Settings`` has a field of each, with these defaults,
+    and gives them as ``settings.url_rules``."""
+    max_url_length: int = 256
+    sort_query_params: bool = True
+    drop_empty_query: bool = True
+    strip_session_params: bool = True
+    drop_index_pages: bool = False
+    max_path_segments: int = 16
+    max_segment_repeats: int = 3
+
 
 # Files a text crawler never parses: images, audio/video, archives and packages, executables, office
 # documents, fonts, and page assets (style sheets, scripts, source maps, WebAssembly).
@@ -55,7 +68,7 @@ INDEX_PAGES = ("index.html", "index.htm", "index.shtml", "index.php", "index.asp
                "index.jsp", "index.cfm", "default.asp", "default.aspx", "default.htm", "default.html")
 DEFAULT_PORTS = {"http": "80", "https": "443"}
 
-_DEFAULT_SETTINGS = Settings()
+_DEFAULT_RULES = UrlRules()
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _PATH_CHARS = r"A-Za-z0-9\-._~!$&'()*+,;=:@/"
 _PATH_OK = re.compile(f"[{_PATH_CHARS}]*").fullmatch
@@ -240,11 +253,11 @@ def _base(base: str) -> tuple[str, str, str, str]:
     return _split(base, None)
 
 
-def canonicalize(url: str, base: str | None = None, settings: Settings | None = None,
+def canonicalize(url: str, base: str | None = None, rules: UrlRules | None = None,
                  binary_ok: bool = False) -> str:
     """The canonical form of ``url`` (resolved against ``base`` if relative), or ``UrlRejected``.
     ``binary_ok`` lets through file names the page filter refuses (a sitemap may be ``.xml.gz``)."""
-    s = settings or _DEFAULT_SETTINGS
+    s = rules or _DEFAULT_RULES
     if not url.strip(_STRIP) and base is None:
         raise UrlRejected("empty", url)
     if len(url) > 8 * s.max_url_length:  # not worth parsing; could not shrink below the limit
@@ -296,19 +309,19 @@ def host_of(url: str) -> str:
         return ""
 
 
-def canonicalize_many(lines: Iterable[str], settings: Settings | None = None
+def canonicalize_many(lines: Iterable[str], rules: UrlRules | None = None
                       ) -> Iterator[tuple[str, str | None]]:
     """Per input line ``URL`` or ``URL<TAB>BASE``: (canonical URL, None) or (input URL, reason)."""
     for line in lines:
         url, _, base = line.rstrip("\r\n").partition("\t")
         try:
-            yield canonicalize(url, base or None, settings), None
+            yield canonicalize(url, base or None, rules), None
         except UrlRejected as e:
             yield url, e.reason
 
 
-def canon_main(stdin: TextIO, stdout: TextIO, settings: Settings | None = None) -> int:
+def canon_main(stdin: TextIO, stdout: TextIO, rules: UrlRules | None = None) -> int:
     """`crawlcycle canon`: one output line per input line, the canonical URL or ``-<TAB>reason``."""
-    for result, reason in canonicalize_many(stdin, settings):
+    for result, reason in canonicalize_many(stdin, rules):
         stdout.write(f"-\t{reason}\n" if reason else f"{result}\n")
     return 0

@@ -24,7 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crawlcycle.settings import InputError
+from crawlcycle.contracts.errors import InputError
 
 URLS = "urls.parquet"
 PROBES = "probes.parquet"
@@ -98,6 +98,11 @@ PARSE_OUTPUTS = {
     # Links that failed canonicalization, or past the per-page cap.
     REJECTS: pa.schema([("src", pa.string()), ("raw", pa.string()), ("reason", pa.string())]),
 }
+
+
+def schema(name: str) -> pa.Schema:
+    """The schema of fetch or parse output ``name``."""
+    return {**FETCH_OUTPUTS, **PARSE_OUTPUTS}[name]
 
 
 class DamagedShardFile(InputError):

@@ -165,8 +165,8 @@ class AirflowStack:
         return any(b["completed_at"] is None
                    for b in self.api("GET", "/backfills", params={"dag_id": DAG_ID})["backfills"])
 
-    def runs(self) -> list[dict]:
-        return self.api("GET", f"/dags/{DAG_ID}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]
+    def runs(self, dag_id: str = DAG_ID) -> list[dict]:
+        return self.api("GET", f"/dags/{dag_id}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]
 
     def wait_for_runs(self, count: int, timeout: float) -> list[dict]:
         """Wait until ``count`` runs succeeded; raise as soon as one fails, naming its failed tasks."""

@@ -6,47 +6,23 @@ import errno
 import json
 import shutil
 import time
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
-
 from crawlcycle.airflow.environment import ROOT
 from crawlcycle.airflow.task_overhead import utc
 from crawlcycle.devtools.airflow_stack import AirflowStack
 from crawlcycle.devtools.demo_web import DemoWeb, generate
-from crawlcycle.devtools.warc_server import ServerHandle, run_forever, serve
+from crawlcycle.devtools.warc_server import ServerHandle, check_warc, run_forever, serve
 from crawlcycle.pipeline.stages import init
-from crawlcycle.settings import InputError, Settings, SettingsError, write_toml
+from crawlcycle.settings import Settings, SettingsError, write_toml
 from crawlcycle.ui.report import print_report
 
 
 def demo_dir(settings: Settings) -> Path:
     return Path(settings.data_dir) / "demo-web"
-
-
-def check_warc(path: Path, name: str) -> Path:
-    """``path`` if it is a WARC file one can read (its first record is read now, rather than fail later in a
-    server or a simulation); else InputError naming ``name`` (the setting or flag), the file and the reason."""
-    not_warc = InputError(f"{name}: {path} is not a WARC file (WARC records, plain or gzip-compressed)")
-    try:
-        with path.open("rb") as f:
-            first = next(iter(ArchiveIterator(f)), None)
-    except FileNotFoundError:
-        raise InputError(f"{name}: {path} does not exist") from None
-    except OSError as e:
-        raise InputError(f"{name}: {path} cannot be read ({e.strerror or e})") from None
-    except (ArchiveLoadFailed, EOFError, zlib.error):
-        raise not_warc from None
-    if first is None:
-        raise InputError(f"{name}: {path} holds no WARC record")
-    if first.format != "warc" or first.rec_type is None:  # warcio takes a line of five words for an ARC header
-        raise not_warc
-    return path
 
 
 def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER
+from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import Settings, load_settings, with_overrides, write_toml
 
 _OS_EVENTS = {os.replace, os.rename, os.unlink, os.rmdir, os.mkdir, os.fsync, os.truncate}
@@ -155,7 +155,6 @@ def worker() -> int:
 
     from crawlcycle.fetch import fetcher  # noqa: F401 - imported before the task is given, as warm-up
     from crawlcycle.parse import records  # noqa: F401
-    from crawlcycle.pipeline import stages
     from crawlcycle.quality import gates
 
     gates.load_gx()
@@ -170,13 +169,8 @@ def worker() -> int:
     threading.setprofile(switch)
     sys.setprofile(switch)
     try:
-        if spec["task"] == "begin":
-            result: Any = stages.begin(settings, date.fromisoformat(spec["day"]))
-        elif spec["task"] == "plan_shards":
-            result = stages.plan_shards(settings, spec["cycle"])
-        else:
-            result = stages.run_task(settings, spec["task"], spec["cycle"], spec["shards"], spec.get("shard"))
-        out = {"result": result}
+        inputs = {**spec["inputs"], "start": date.fromisoformat(spec["inputs"]["start"])}
+        out = {"result": TASKS[spec["task"]].run(settings, inputs)}
         code = 0
     except Exception as e:  # the task failed: the driver says why, in one line
         out, code = {"error": f"{type(e).__name__}: {next(iter(str(e).splitlines()), '')}"}, 1
@@ -270,14 +264,15 @@ def _crawl(crawl: Crawl, days: list[date], workers: Workers, plan: dict[str, lis
     for c, day in enumerate(days, 1):
         while True:
             try:
-                cycle_tasks = [Task(c, "begin")]
-                cycle = run(cycle_tasks[0], day=day.isoformat())
-                cycle_tasks.append(Task(c, "plan_shards"))
-                shards = run(cycle_tasks[-1], cycle=cycle)
-                for t in STAGE_ORDER[2:]:
-                    for k, shard in enumerate(shards if t.kind == SHARD else [None]):
+                cycle_tasks = []
+                inputs: dict[str, Any] = {"start": day.isoformat(), "end": None, "run_id": "manual"}
+                for t in STAGE_ORDER:
+                    out = []
+                    for k, shard in enumerate(inputs["shards"] if t.kind == SHARD else [None]):
                         cycle_tasks.append(Task(c, t.name, k if shard else None))
-                        run(cycle_tasks[-1], cycle=cycle, shards=shards, shard=shard)
+                        out.append(run(cycle_tasks[-1], inputs={**inputs, "shard": shard}))
+                    if t.gives:
+                        inputs[t.gives] = out if t.kind == SHARD else out[0]
                 break
             except _CycleAgain:
                 continue
@@ -346,12 +341,11 @@ def politeness_gaps(settings: Settings) -> dict[str, Any]:
 
 def snapshot_settings(settings: Settings, queries: Path, cycles: int, out: Path) -> Settings:
     """Settings crawling the snapshot as served on loopback (demo_port), each cycle reading ``queries``."""
-    from crawlcycle.devtools.warc_server import WarcWeb
-    from crawlcycle.evaluation.ground_truth import stage_queries
-    from crawlcycle.evaluation.simulator import loopback_routes
+    from crawlcycle.devtools.warc_server import WarcWeb, loopback_routes
+    from crawlcycle.ranking.query_log import write_partitions
 
     start = date.fromisoformat(settings.start_date)
-    stage_queries(queries, out / "query_log", [start + timedelta(days=k) for k in range(cycles)])
+    write_partitions(queries, out / "query_log", [start + timedelta(days=k) for k in range(cycles)])
     hosts = WarcWeb([Path(settings.snapshot)]).hosts()
     return with_overrides(settings, {"connect_to": loopback_routes(hosts, settings.demo_port),
                                      "allow_networks": "127.0.0.0/8", "query_log_dir": str(out / "query_log"),

@@ -17,14 +17,17 @@ import re
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from warcio.archiveiterator import ArchiveIterator
+from warcio.archiveiterator import ArchiveIterator, ArchiveLoadFailed
 from warcio.bufferedreaders import BufferedReader
+
+from crawlcycle.contracts.errors import InputError
 
 # Replaying these would be wrong: they describe one hop, or the encoding of the recorded bytes
 # (the body is served decoded and its length recomputed).
@@ -228,3 +231,30 @@ def run_forever(warcs: list[Path], host: str = "127.0.0.1", port: int = 8089,
         pass
     finally:
         server.server_close()
+
+
+def loopback_routes(hosts: set[str], port: int) -> str:
+    """A connect_to value sending every host of ``hosts``, and every other host under their top-level domains,
+    to the snapshot server: a frontier URL outside the snapshot gets its 404 there, never from the internet."""
+    suffixes = {f"*.{h.rsplit('.', 1)[1]}" if "." in h else h for h in hosts if h}
+    return ",".join(f"{s}=127.0.0.1:{port}" for s in sorted(suffixes))
+
+
+def check_warc(path: Path, name: str) -> Path:
+    """``path`` if it is a WARC file one can read (its first record is read now, rather than fail later in a
+    server or a simulation); else InputError naming ``name`` (the setting or flag), the file and the reason."""
+    not_warc = InputError(f"{name}: {path} is not a WARC file (WARC records, plain or gzip-compressed)")
+    try:
+        with path.open("rb") as f:
+            first = next(iter(ArchiveIterator(f)), None)
+    except FileNotFoundError:
+        raise InputError(f"{name}: {path} does not exist") from None
+    except OSError as e:
+        raise InputError(f"{name}: {path} cannot be read ({e.strerror or e})") from None
+    except (ArchiveLoadFailed, EOFError, zlib.error):
+        raise not_warc from None
+    if first is None:
+        raise InputError(f"{name}: {path} holds no WARC record")
+    if first.format != "warc" or first.rec_type is None:  # warcio takes a line of five words for an ARC header
+        raise not_warc
+    return path

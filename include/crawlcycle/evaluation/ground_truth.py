@@ -26,16 +26,17 @@ from urllib.parse import urljoin, urlsplit
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import host_of
 from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql
 from crawlcycle.devtools.warc_server import host_key
 from crawlcycle.evaluation import judge
 from crawlcycle.models import refit
 from crawlcycle.parse import parse_cache
-from crawlcycle.parse.canonical import host_of
 from crawlcycle.parse.records import parse_warcs
-from crawlcycle.pipeline import shard_files, update
+from crawlcycle.pipeline import update
 from crawlcycle.ranking import ranker
-from crawlcycle.ranking.query_log import partition_dir, read_partition
+from crawlcycle.ranking.query_log import read_partition, write_partitions
 from crawlcycle.settings import Settings, with_overrides
 
 HOT_SHARE = 0.10
@@ -49,15 +50,6 @@ _TRUTH_SQL = ("ranker/*.sql", "stages/merge_parse.sql", "stages/link_graph.sql",
               "stages/truth_impact.sql", "models/link_measures.sql", "migrations/*.sql", "views/*.sql")
 _RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth",
                     "max_urls_per_host")
-
-
-def stage_queries(query_file: Path, folder: Path, days: list[date]) -> None:
-    """Copy the workload into one partition per day, so each cycle reads the same queries."""
-    shutil.rmtree(folder, ignore_errors=True)
-    for day in days:
-        part = partition_dir(folder, day)
-        part.mkdir(parents=True)
-        shutil.copyfile(query_file, part / f"queries{query_file.suffix}")
 
 
 @dataclass(frozen=True)
@@ -127,11 +119,10 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
     day = date.fromisoformat(settings.start_date)
     settings = with_overrides(settings, {"db_path": str(folder / "truth.duckdb"), "data_dir": str(folder),
                                          "query_log_dir": str(folder / "query_log")})
-    stage_queries(query_file, folder / "query_log", [day])
+    write_partitions(query_file, folder / "query_log", [day])
     workload = read_partition(settings, day).rows.group_by("query").agg(frequency=pl.col("frequency").sum())
     parsed = parse_warcs(snapshots, folder / "parse", settings)
     pages = (pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
-             .select(update.PAGE_COLUMNS)
              .with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String)))
     links = pl.read_parquet(parsed.links_path).unique(["src", "dst", "anchor"], keep="first", maintain_order=True)
     no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String})
@@ -139,7 +130,7 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
         migrate(con)
         con.register("s_pages", pages)
         con.register("s_links", links)
-        no_sitemaps = pl.from_arrow(shard_files.FETCH_OUTPUTS[shard_files.SITEMAP_URLS].empty_table())
+        no_sitemaps = pl.from_arrow(shard_files.schema(shard_files.SITEMAP_URLS).empty_table())
         con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
         con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
         con.register("s_fetch_log", no_fetches)

@@ -21,7 +21,7 @@ import Stemmer
 from lxml import etree
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle.parse.canonical import UrlRejected, canonicalize
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.settings import Settings
 
 JUDGE = "bm25s"
@@ -58,7 +58,7 @@ def _html_response(rec, settings: Settings) -> tuple[str, str, str] | None:
             or content_type.split(";")[0].strip().lower() not in HTML_TYPES:
         return None
     try:
-        url = canonicalize((rec.rec_headers.get_header("WARC-Target-URI") or "").strip("<>"), None, settings)
+        url = canonicalize((rec.rec_headers.get_header("WARC-Target-URI") or "").strip("<>"), None, settings.url_rules)
         body = rec.content_stream().read()
     except (UrlRejected, ValueError, OSError, EOFError):  # a rejected URL, or a broken chunked/compressed body
         return None

@@ -58,22 +58,15 @@ import numpy as np
 import polars as pl
 
 from crawlcycle.db import connect, query
-from crawlcycle.devtools.demo import check_warc
-from crawlcycle.devtools.warc_server import host_key, serve
-from crawlcycle.evaluation.ground_truth import JUDGES, Truth, ground_truth, stage_queries
+from crawlcycle.devtools.warc_server import check_warc, host_key, loopback_routes, serve
+from crawlcycle.evaluation.ground_truth import JUDGES, Truth, ground_truth
 from crawlcycle.pipeline import stages
+from crawlcycle.ranking.query_log import write_partitions
 from crawlcycle.settings import Settings, with_overrides
 from crawlcycle.ui.report import ENGAGEMENT, WASTE
 
 BUDGETS = (0.01, 0.05, 0.10)
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
-
-
-def loopback_routes(hosts: set[str], port: int) -> str:
-    """A connect_to value sending every host of ``hosts``, and every other host under their top-level domains,
-    to the snapshot server: a frontier URL outside the snapshot gets its 404 there, never from the internet."""
-    suffixes = {f"*.{h.rsplit('.', 1)[1]}" if "." in h else h for h in hosts if h}
-    return ",".join(f"{s}=127.0.0.1:{port}" for s in sorted(suffixes))
 
 
 def fetch_order(settings: Settings) -> pl.DataFrame:
@@ -231,7 +224,7 @@ def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds
         "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
         # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
         "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
-    stage_queries(query_file, work / "query_log", days)
+    write_partitions(query_file, work / "query_log", days)
     stages.init(settings)
     t0 = time.perf_counter()
     for k, day in enumerate(days, 1):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from crawlcycle.contracts import shard_files
+
 # Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
 # truncated, still fetched) leave it to the status.
 _ERROR_OUTCOME = {
@@ -44,11 +46,8 @@ def media_type(value: str | None) -> str | None:
 
 def new_row(url: str, host: str, **values: object) -> dict:
     """A fetch-log row of ``url``, nothing known yet but ``values``."""
-    row = {"url": url, "host": host, "final_url": None, "status": None, "redirects": [], "bytes": 0,
-           "content_type": None, "started_at": None, "finished_at": None, "elapsed_ms": None,
-           "error_class": None, "truncated": False, "outcome": None}
-    row.update(values)
-    return row
+    return dict.fromkeys(shard_files.schema(shard_files.FETCH_LOG).names) | {
+        "url": url, "host": host, "redirects": [], "bytes": 0, "truncated": False, **values}
 
 
 def finish(row: dict) -> dict:

@@ -37,14 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.fetch.fetch_log import finish, media_type, new_row, outcome_of
 from crawlcycle.fetch.http_client import Client, Exchange, GetAddrInfo, Resolver
 from crawlcycle.fetch.politeness import HostPoliteness, Journal, parse_retry_after
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.fetch.sitemaps import read_sitemap
 from crawlcycle.fetch.warc_output import WarcOutput, warc_output
-from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
 
 _REDIRECTS = (301, 302, 303, 307, 308)
@@ -427,7 +427,7 @@ class _HostRun:
         while queue:
             loc, base, depth = queue.popleft()
             try:
-                url, reason = canonicalize(loc, base, s, binary_ok=True), None
+                url, reason = canonicalize(loc, base, s.url_rules, binary_ok=True), None
             except UrlRejected as e:
                 url, reason = loc, e.reason
             if url in seen:
@@ -450,7 +450,7 @@ class _HostRun:
                     queue.append((loc, url, depth + 1))
                     continue
                 try:
-                    target = canonicalize(loc, url, s)
+                    target = canonicalize(loc, url, s.url_rules)
                 except UrlRejected as e:
                     found.urls.append({"sitemap": url, "url": loc, "reason": e.reason})
                     continue
@@ -485,6 +485,6 @@ def _redirect_target(ex: Exchange, settings: Settings) -> tuple[str | None, str 
     if not location:
         return "", "bad_redirect"
     try:
-        return canonicalize(location, ex.url, settings), None
+        return canonicalize(location, ex.url, settings.url_rules), None
     except UrlRejected as e:
         return location, "bad_scheme" if e.reason == "bad_scheme" else "bad_redirect"

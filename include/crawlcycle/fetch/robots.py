@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+import duckdb
 from protego import Protego
+
+from crawlcycle.settings import Settings
 
 _USER_AGENT = ("user-agent", "useragent", "user agent")
 # Records Protego knows (its aliases and misspellings included); any other "name: value" line is dropped,
@@ -97,3 +100,9 @@ class StoredRobots:
     def allowed(self, url: str) -> bool:
         rules = self.rules.get(origin_of(url))
         return rules is None or rules.allowed(url)
+
+
+def stored_robots(con: duckdb.DuckDBPyConnection, settings: Settings) -> StoredRobots:
+    """The robots rules stored per origin by earlier fetches."""
+    return StoredRobots(con.sql("SELECT origin, status, robots_txt FROM robots").pl().to_dicts(),
+                        settings.robots_token)

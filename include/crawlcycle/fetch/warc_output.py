@@ -21,8 +21,8 @@ from typing import BinaryIO
 
 from warcio.warcwriter import WARCWriter
 
+from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.http_client import Exchange
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
 
 _CONTACT = re.compile(r"https?://[^\s;)]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 import duckdb
 
+from crawlcycle.contracts.policies import REGISTRY, Policy, policy
 from crawlcycle.db import execute, run_sql, scalar, statements
-from crawlcycle.ordering.policies import REGISTRY, Policy, policy
 from crawlcycle.settings import Settings
 
 Stage = Callable[[duckdb.DuckDBPyConnection, Settings, int], dict[str, object]]

@@ -17,26 +17,26 @@ import sqlite3
 import threading
 import time
 import zlib
+from dataclasses import fields
 from functools import cache
 from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 
+from crawlcycle.contracts.canonical import UrlRules
 from crawlcycle.settings import Settings
 
 # Settings whose values change what a response parses into (canonicalization and link filters included).
-PARSE_SETTINGS = ("max_url_length", "sort_query_params", "drop_empty_query", "strip_session_params",
-                  "drop_index_pages", "max_path_segments", "max_segment_repeats", "max_outlinks_per_page",
-                  "robots_token", "extractor")
-_CODE = ("records.py", "canonical.py", "simhash.py")
+PARSE_SETTINGS = (*(f.name for f in fields(UrlRules)), "max_outlinks_per_page", "robots_token", "extractor")
+_CODE = ("crawlcycle.parse.records", "crawlcycle.contracts.canonical", "crawlcycle.parse.simhash")
 _LIBRARIES = ("trafilatura", "lxml", "htmldate", "justext", "resiliparse")
 
 
 @cache
 def _code_digest() -> str:
-    here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for name in _CODE:
-        digest.update((here / name).read_bytes())
+        digest.update(Path(find_spec(name).origin).read_bytes())
     for lib in _LIBRARIES:
         digest.update(f"{lib}={version(lib)}".encode())
     return digest.hexdigest()

@@ -55,11 +55,12 @@ from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize
+from crawlcycle.contracts.errors import InputError
 from crawlcycle.parse import parse_cache
-from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.parse.simhash import NearDuplicateIndex, simhash
-from crawlcycle.pipeline import shard_files
-from crawlcycle.settings import InputError, Settings
+from crawlcycle.settings import Settings
 
 REASONS = ("bad_url", "empty_body", "not_html", "malformed", "decode_error", "truncated", "noindex", "no_text")
 
@@ -268,15 +269,14 @@ def parse_record(url: str, status: int, content_type: str, x_robots: str, conten
     """One response to (page row, link rows, reject rows); every failure becomes a page reason."""
     mime, _, params = content_type.partition(";")
     mime = mime.strip().lower()
-    page = {"url": url, "status": status, "content_type": mime or None, "title": None, "text": None,
-            "description": None, "date": None, "lang": None, "content_hash": None, "simhash": None,
-            "duplicate_of": None, "n_links": 0, "noindex": False, "nofollow": False,
-            "canonical_link": None, "reason": None, "bytes": len(body)}
+    page = dict.fromkeys(shard_files.schema(shard_files.PAGES).names) | {
+        "url": url, "status": status, "content_type": mime or None, "n_links": 0, "noindex": False,
+        "nofollow": False, "bytes": len(body)}
     blank = not body.strip()
     if not blank:
         page["content_hash"] = hashlib.sha1(body).hexdigest()
     try:
-        page["url"] = canonicalize(url, None, settings)
+        page["url"] = canonicalize(url, None, settings.url_rules)
     except UrlRejected:
         return _done(page, {"bad_url"}), [], []
     if blank:
@@ -307,14 +307,14 @@ def parse_record(url: str, status: int, content_type: str, x_robots: str, conten
     for el in tree.iter("base"):
         if el.get("href"):
             try:
-                base = canonicalize(el.get("href"), url, settings)
+                base = canonicalize(el.get("href"), url, settings.url_rules)
             except UrlRejected:
                 pass
             break
     for el in tree.iter("link"):
         if "canonical" in (el.get("rel") or "").lower().split() and el.get("href"):
             try:
-                page["canonical_link"] = canonicalize(el.get("href"), base, settings)
+                page["canonical_link"] = canonicalize(el.get("href"), base, settings.url_rules)
             except UrlRejected:
                 pass
             break
@@ -438,7 +438,7 @@ def _links(tree, src: str, base: str, settings: Settings) -> tuple[list[tuple], 
                 rejects.append((src, href[:MAX_RAW_CHARS], "too_many_links"))
             continue
         try:
-            dst = canonicalize(href, base, settings)
+            dst = canonicalize(href, base, settings.url_rules)
         except UrlRejected as e:
             if len(rejects) < cap:
                 rejects.append((src, href[:MAX_RAW_CHARS], e.reason))

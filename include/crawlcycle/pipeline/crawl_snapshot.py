@@ -20,8 +20,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.shard_files import replacing
 from crawlcycle.db import query
-from crawlcycle.pipeline.shard_files import replacing
 from crawlcycle.settings import Settings
 
 TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "origins_held",

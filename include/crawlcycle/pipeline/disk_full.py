@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from crawlcycle.settings import InputError, Settings
+from crawlcycle.contracts.errors import InputError
+from crawlcycle.settings import Settings
 
 _NO_SPACE = ("No space left on device", "os error 28")
 _QUOTED_PATH = re.compile(r"\"(/[^\"]+)\"|'(/[^']+)'")

@@ -7,14 +7,8 @@ import duckdb
 import polars as pl
 
 from crawlcycle.db import fetch_rows, query, run_sql
-from crawlcycle.fetch.robots import StoredRobots
+from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.settings import Settings
-
-
-def stored_robots(con: duckdb.DuckDBPyConnection, settings: Settings) -> StoredRobots:
-    """The robots rules stored per origin by earlier fetches."""
-    return StoredRobots(con.sql("SELECT origin, status, robots_txt FROM robots").pl().to_dicts(),
-                        settings.robots_token)
 
 
 def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.DataFrame) -> pl.Series:

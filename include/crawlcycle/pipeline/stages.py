@@ -20,20 +20,22 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import connect, migrate, run_sql, scalar, transaction
 from crawlcycle.models import improvability, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
-from crawlcycle.parse.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.pipeline import materialize as materialize_mod
-from crawlcycle.pipeline import shard_files, shard_storage, update
+from crawlcycle.pipeline import shard_storage, update
 from crawlcycle.pipeline.crawl_snapshot import export_snapshot
 from crawlcycle.pipeline.disk_full import reports_disk_full
-from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER
+from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition, source_partition
-from crawlcycle.settings import InputError, Settings, SettingsError, load_settings, with_overrides
+from crawlcycle.settings import Settings, SettingsError, load_settings, with_overrides
 
 
 class CycleOrderError(InputError):
@@ -99,7 +101,7 @@ def seed_urls(settings: Settings, lines: list[str]) -> tuple[list[dict], list[di
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         try:
-            url = canonicalize(line.strip(), settings=settings)
+            url = canonicalize(line.strip(), rules=settings.url_rules)
         except UrlRejected as e:
             rejects.append({"line": seq + 1, "url": line.strip(), "reason": e.reason})
             continue
@@ -142,6 +144,7 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
     The interval's cycle number is reused when the interval was run before (a replay), otherwise it is
     the next one.
     """
+    settings.require_user_agent()  # the cycle fetches: refuse before it is opened
     source = source_partition(settings, interval_start)  # before anything is written: it may refuse to go on
     with connect(settings) as con:
         migrate(con)
@@ -334,45 +337,36 @@ def close(settings: Settings, cycle: int) -> dict:
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
 
 
-# Stages that take only the cycle number, by task id.
-CYCLE_STAGES: dict[str, Callable[[Settings, int], Any]] = {
-    "refit": refit_models, "select_needy": select_needy, "score": score, "materialize": materialize, "close": close,
-}
-# Stages that take one shard folder, by task id.
-SHARD_STAGES: dict[str, Callable[[Settings, str], str]] = {"fetch": fetch, "parse": parse}
-
-
-def run_task(settings: Settings, task: str, cycle: int, shards: list[str], shard: str | None = None) -> Any:
-    """Run the task ``task`` of STAGE_ORDER after plan_shards, as its Airflow task would: a shard task on ``shard``,
-    a gate task's gates in order, any other on the cycle (and ``shards`` where it reads them)."""
-    t = next(t for t in STAGE_ORDER if t.name == task)
-    if t.kind == SHARD:
-        return SHARD_STAGES[task](settings, shard)  # type: ignore[arg-type]
-    if t.kind == GATE:
-        return [gate(settings, name, cycle, shards if t.shards else None).message(cycle) for name in t.gates]
-    if task == "update":
-        return update_tables(settings, cycle, shards)
-    return CYCLE_STAGES[task](settings, cycle)
+def run_gates(settings: Settings, names: tuple[str, ...], cycle: int, shard_dirs: list[str] | None = None
+              ) -> list[str]:
+    """A gate task: the gates ``names`` in order; the one-line result of each."""
+    return [gate(settings, name, cycle, shard_dirs).message(cycle) for name in names]
 
 
 def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
     """One whole cycle in this process: the tasks of STAGE_ORDER in turn (a shard task's shards one after the
-    other), calling the same stage functions as the DAG."""
-    cycle = begin(settings, interval_start)
+    other), as the DAG runs them; close, the last, gives the cycle's summary."""
+    inputs: dict[str, Any] = {"start": interval_start, "end": None, "run_id": "manual"}
+    for t in STAGE_ORDER:
+        if t.kind == SHARD:
+            out = []
+            for i, shard in enumerate(inputs["shards"], 1):
+                out.append(t.run(settings, {**inputs, "shard": shard}))
+                progress(f"cycle {inputs['cycle']}: {t.name} shard {i}/{len(inputs['shards'])} done")
+        else:
+            out = t.run(settings, inputs)
+        if t.gives:
+            inputs[t.gives] = out
+        if t.name == "begin":
+            _report_query_log(settings, out, interval_start, progress)
+    progress(f"cycle {inputs['cycle']}: {out['fetched']} fetched, {out['errors']} errors, "
+             f"{out['new_urls']} new URLs, next batch {out['next_batch']}")
+    return out
+
+
+def _report_query_log(settings: Settings, cycle: int, interval_start: date, progress: Callable[[str], None]) -> None:
     with connect(settings, read_only=True) as con:
         read = scalar(con, "SELECT query_log FROM v_cycle_summary WHERE cycle = ?", [cycle])
     if read.startswith("missing"):
         progress(f"cycle {cycle}: no query-log partition for {interval_start}; {read.removeprefix('missing: ')} "
                  f"(setting missing_query_log = {settings.missing_query_log})")
-    shards = plan_shards(settings, cycle)
-    progress(f"cycle {cycle}: {len(shards)} shards to fetch")
-    summary: dict = {}
-    for t in STAGE_ORDER[2:]:
-        for i, d in enumerate(shards if t.kind == SHARD else [None], 1):
-            summary = run_task(settings, t.name, cycle, shards, d)
-            if t.name == "fetch":
-                progress(f"cycle {cycle}: fetched shard {i}/{len(shards)}")
-    # close, the last task, returns the cycle's summary
-    progress(f"cycle {cycle}: {summary['fetched']} fetched, {summary['errors']} errors, "
-             f"{summary['new_urls']} new URLs, next batch {summary['next_batch']}")
-    return summary

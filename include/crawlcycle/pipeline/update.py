@@ -11,15 +11,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import host_of
 from crawlcycle.db import query, run_sql, scalar, transaction
 from crawlcycle.ordering import registry
-from crawlcycle.parse.canonical import host_of
 from crawlcycle.parse.simhash import NearDuplicateIndex
-from crawlcycle.pipeline import shard_files
 from crawlcycle.settings import Settings
-
-PAGE_COLUMNS = ["url", "status", "content_type", "title", "text", "description", "lang", "content_hash",
-                "simhash", "duplicate_of", "n_links", "noindex", "reason", "bytes"]
 
 # The temp tables and macro the merge stages, dropped when it ends.
 _STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_sitemap_urls", "s_origin_tries",

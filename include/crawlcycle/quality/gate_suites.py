@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlcycle.pipeline import shard_files
+from crawlcycle.contracts import shard_files
 from crawlcycle.settings import Settings
 
 STAGES = ("fetch", "parse", "update", "materialize")

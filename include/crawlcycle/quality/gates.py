@@ -22,25 +22,20 @@ from typing import Any
 
 import duckdb
 
+from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.db import execute, statements
-from crawlcycle.parse.canonical import UrlRejected, canonicalize
-from crawlcycle.pipeline import shard_files
-from crawlcycle.pipeline.materialize import stored_robots
+from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.quality.gate_suites import STAGES, Check, check_names, suites
 from crawlcycle.settings import Settings
 
 _EXAMPLES = 3
 _log = logging.getLogger(__name__)
 
-# Shard files each gate reads, and the columns an empty stand-in must have when a cycle has no shards.
+# Shard files each gate reads, as the view it reads them through.
 _SHARD_VIEWS = {
-    "fetch": {"g_fetch_log": (shard_files.FETCH_LOG, "url VARCHAR, status INTEGER, outcome VARCHAR, "
-                                                     "error_class VARCHAR, content_type VARCHAR"),
-              "g_requests": (shard_files.REQUESTS, "host VARCHAR, url VARCHAR, started_at DOUBLE, finished_at DOUBLE"),
-              "g_hosts": (shard_files.HOSTS, "host VARCHAR, crawl_delay DOUBLE")},
-    "parse": {"g_pages": (shard_files.PAGES, "url VARCHAR, status INTEGER, content_type VARCHAR, text VARCHAR, "
-                                             "n_links INTEGER"),
-              "g_links": (shard_files.LINKS, "src VARCHAR, dst VARCHAR, anchor VARCHAR")},
+    "fetch": {"g_fetch_log": shard_files.FETCH_LOG, "g_requests": shard_files.REQUESTS, "g_hosts": shard_files.HOSTS},
+    "parse": {"g_pages": shard_files.PAGES, "g_links": shard_files.LINKS},
 }
 
 
@@ -93,16 +88,15 @@ def load_gx() -> ModuleType:
 
 
 def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: list[Path]) -> None:
-    for view, (name, empty_columns) in _SHARD_VIEWS.get(stage, {}).items():
+    for view, name in _SHARD_VIEWS.get(stage, {}).items():
         files = [str(d / name).replace("'", "''") for d in shard_dirs if (d / name).exists()]
         if files:
             # A view cannot take parameters: the file list is written in as quoted literals.
             listed = ", ".join(f"'{f}'" for f in files)
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS "
                         f"SELECT * FROM read_parquet([{listed}], union_by_name=true)")
-        else:
-            nulls = ", ".join(f"NULL::{c.split()[1]} AS {c.split()[0]}" for c in empty_columns.split(", "))
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {nulls} WHERE false")
+        else:  # a cycle without shards: no rows, with the file's columns
+            con.register(view, shard_files.schema(name).empty_table())
 
 
 def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> None:
@@ -110,7 +104,7 @@ def _register_functions(con: duckdb.DuckDBPyConnection, settings: Settings) -> N
 
     def canon(url: str | None) -> str | None:
         try:
-            return canonicalize(url, settings=settings) if url is not None else None
+            return canonicalize(url, rules=settings.url_rules) if url is not None else None
         except UrlRejected:
             return None
 

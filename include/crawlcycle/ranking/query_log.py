@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,9 +42,10 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize
+from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import query, run_sql, transaction
-from crawlcycle.parse.canonical import UrlRejected, canonicalize
-from crawlcycle.settings import InputError, Settings
+from crawlcycle.settings import Settings
 
 AGGREGATED = ("query", "frequency")
 IMPRESSIONS = ("time", "query", "url", "rank", "clicked")
@@ -210,7 +212,7 @@ def _parse(path: Path, columns: tuple[str, ...], raw: pl.DataFrame) -> pl.DataFr
 def _canonical(settings: Settings) -> Callable[[str], str | None]:
     def canonical(url: str) -> str | None:
         try:
-            return canonicalize(url, settings=settings)
+            return canonicalize(url, rules=settings.url_rules)
         except UrlRejected:
             return None
     return canonical
@@ -242,3 +244,13 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
 def page_impressions(con: duckdb.DuckDBPyConnection, partition: date, top_k: int) -> pl.DataFrame:
     """Per shown URL of ``partition``: views (times shown at rank <= ``top_k``) and clicks (at any rank)."""
     return query(con, "query_log/page_impressions", top_k=top_k, partition=partition)
+
+
+def write_partitions(query_file: Path, folder: Path, days: list[date]) -> None:
+    """Replace ``folder`` with one partition per day of ``days``, each a copy of ``query_file``: cycles that replay
+    one workload each read the same queries."""
+    shutil.rmtree(folder, ignore_errors=True)
+    for day in days:
+        part = partition_dir(folder, day)
+        part.mkdir(parents=True)
+        shutil.copyfile(query_file, part / f"queries{query_file.suffix}")

@@ -28,8 +28,8 @@ from urllib.parse import unquote
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.db import query, run_sql, scalar, transaction
-from crawlcycle.parse.canonical import UrlRejected, canonicalize
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.settings import RANK_FIELDS, Settings
 
@@ -207,7 +207,7 @@ def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         raise ValueError(f"results {path}: {bad.height} rows without a query, rank >= 1 or url; first: {bad.row(0)}")
     df = df.filter(pl.col("rank") <= settings.top_k)
     try:
-        urls = [canonicalize(url, settings=settings) for url in df["url"]]
+        urls = [canonicalize(url, rules=settings.url_rules) for url in df["url"]]
     except UrlRejected as e:
         raise ValueError(f"results {path}: URL rejected, {e}") from None
     df = df.with_columns(pl.col("query").map_elements(normalize_query, return_dtype=pl.String),
