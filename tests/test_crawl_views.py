@@ -4,8 +4,12 @@ missing page and an unreachable host among the seeds, so that fetch errors show)
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
+import re
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +20,8 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import crawl_snapshot
 from crawlcycle.settings import Settings
-from crawlcycle.ui import crawl_views
+from crawlcycle.ui import crawl_views, svg_charts
+from crawlcycle.ui.svg_charts import Bars, Line, Panel
 from tests.support.demo import crawled_settings
 from tests.support.simulation import write_simulation
 
@@ -24,6 +29,9 @@ from tests.support.simulation import write_simulation
 @pytest.fixture(scope="module")
 def crawled(tmp_path_factory: pytest.TempPathFactory, demo_web: DemoWeb, demo_server: int) -> Settings:
     return crawled_settings(tmp_path_factory.mktemp("crawled"), demo_web, demo_server)
+
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _q(settings: Settings, sql: str) -> list[tuple]:
@@ -65,7 +73,8 @@ def test_close_exports_the_tables_the_page_shows(crawled: Settings) -> None:
 
 def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled: Settings) -> None:
     with connect(crawled):  # the page reads the snapshot only: an open writer does not stop it
-        doc = lxml.html.fromstring(crawl_views.page(crawled))
+        text = crawl_views.page(crawled)
+    doc = lxml.html.fromstring(text)
     cycles = _q(crawled, "SELECT cycle, fetched, errors, new_urls, pages_total FROM cycles ORDER BY cycle")
     for col, i in (("cycle", 0), ("fetched", 1), ("errors", 2), ("new_urls", 3), ("pages_total", 4)):
         assert _cells(doc, "cycles", col) == [str(c[i]) for c in cycles]
@@ -93,6 +102,8 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
     for plot in ("plot-cycles", "plot-fits"):
         assert _has(doc, plot, "svg"), plot
     assert _has(doc, "no-simulation")
+    figures = re.findall(r"<svg.*?</svg>", text, re.S)
+    assert len(figures) == 3 and all(ET.fromstring(f).tag == f"{SVG}svg" for f in figures)  # well-formed XML
 
 
 def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None:
@@ -125,6 +136,9 @@ def test_the_page_shows_each_cycle_s_batch_slots_and_the_origins_held(crawled: S
                                                                                     abs=0.051)
     assert _cells(doc, "slots", "slots_failed")[0] == "http_4xx 1, robots_unavailable 1"
     assert _has(doc, "plot-slots", "svg")
+    # one green bar per cycle for the slots that gave a page, its tooltip the count
+    page_bars = doc.xpath(f'//*[@id="plot-slots"]//rect[@fill="{crawl_views.PAGE_COLOR}"]/title/text()')
+    assert page_bars == [f"page ({r[0]}): {r[2]}" for r in rows]
     held = [(o, _cells(doc, "origins-held", c)[0]) for o, c in (("origin", "origin"), ("state", "state"),
                                                                   ("error", "last_error"), ("next", "next_try_cycle"),
                                                                   ("waiting", "waiting_urls"))]
@@ -159,3 +173,114 @@ def test_a_new_snapshot_replaces_the_old_one_whole(crawled: Settings) -> None:
         assert json.loads(reader.read())["cycle"] == 2
     assert path.stat().st_ino != before
     assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+# -- the SVG charts ----------------------------------------------------------------------------------------
+
+
+def _parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)  # fails unless the SVG is well-formed XML
+
+
+def _frame(root: ET.Element) -> tuple[float, float]:
+    """The plot area's top and bottom in pixels (the one rectangle drawn without a fill)."""
+    rect = next(r for r in root.iter(f"{SVG}rect") if r.get("fill") == "none")
+    return float(rect.get("y")), float(rect.get("y")) + float(rect.get("height"))
+
+
+def _bars(root: ET.Element) -> dict[str, tuple[float, ...]]:
+    """Each bar's tooltip -> (left, top, width, height) in pixels."""
+    return {r.find(f"{SVG}title").text: tuple(float(r.get(a)) for a in ("x", "y", "width", "height"))
+            for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None}
+
+
+def _points(polyline: ET.Element) -> list[tuple[float, ...]]:
+    return [tuple(map(float, xy.split(","))) for xy in polyline.get("points").split()]
+
+
+def _tick_labels(root: ET.Element, anchor: str) -> list[str]:
+    """The tick labels of the y axis (``anchor="end"``) or of the x axis (``"middle"``, with axis labels)."""
+    return [t.text for t in root.iter(f"{SVG}text") if t.get("text-anchor") == anchor]
+
+
+def test_stacked_bars_are_as_tall_as_their_values_and_stand_on_each_other() -> None:
+    root = _parse(svg_charts.render([Panel(bars=[Bars("a", {2: 2, 4: 4}), Bars("b", {2: 3, 4: 0})],
+                                           integer_y=True)]))
+    bars = _bars(root)
+    assert set(bars) == {"a (2): 2", "a (4): 4", "b (2): 3"}  # no bar for a zero
+    (a1_x, a1_top, width, a1), (a2_x, _, _, a2), (b1_x, b1_top, _, b1) = (bars["a (2): 2"], bars["a (4): 4"],
+                                                                         bars["b (2): 3"])
+    assert a2 == pytest.approx(2 * a1, abs=0.2) and b1 == pytest.approx(1.5 * a1, abs=0.2)
+    top, bottom = _frame(root)
+    assert a1_top + a1 == pytest.approx(bottom, abs=0.2)  # a stands on 0 ...
+    assert b1_top + b1 == pytest.approx(a1_top, abs=0.2)  # ... and b on a, in a's column
+    assert b1_x == a1_x < a2_x and width == pytest.approx(0.8 * (a2_x - a1_x), abs=0.2)  # 80 % of a column
+    assert b1_top == pytest.approx(top, abs=0.2)  # the y axis ends at the round tick 5, the stack's top
+    assert _tick_labels(root, "end") == ["0", "1", "2", "3", "4", "5"]
+    assert _tick_labels(root, "middle") == ["2", "4"]  # the bars' positions
+
+
+def test_a_line_s_points_keep_their_order_and_scale_linearly() -> None:
+    line = Line("s", [3, 1, 2, 4, 5], [5, 0, 10, None, math.nan], markers=True)  # missing values are left out
+    root = _parse(svg_charts.render([Panel(lines=[line])]))
+    lines = list(root.iter(f"{SVG}polyline"))
+    assert len(lines) == 2  # the legend's sample, then the series
+    points = _points(lines[1])
+    assert len(points) == 3
+    (x3, y5), (x1, y0), (x2, y10) = points
+    assert x1 < x2 < x3 and x3 - x2 == pytest.approx(x2 - x1, abs=0.2)  # x grows to the right
+    assert y10 < y5 < y0 and y0 - y5 == pytest.approx(y5 - y10, abs=0.2)  # y grows upwards
+    markers = [(float(c.get("cx")), float(c.get("cy"))) for c in root.iter(f"{SVG}circle") if c.get("r") == "3"]
+    assert markers == points
+
+
+@pytest.mark.parametrize(("lo", "hi", "integer"), [(0, 37, False), (0, 1.02, False), (0.3, 0.7, False),
+                                                   (-3, 1234, False), (1e-5, 3.3e-5, False), (5, 5, False),
+                                                   (0, 0, True), (0, 3, True), (2, 987654, True)])
+def test_ticks_are_round_numbers_covering_the_range(lo: float, hi: float, integer: bool) -> None:
+    ticks = svg_charts.nice_ticks(lo, hi, integer=integer)
+    assert ticks[0] <= lo and ticks[-1] >= hi and 2 <= len(ticks) <= 13
+    steps = {round(b - a, 12) for a, b in itertools.pairwise(ticks)}
+    assert len(steps) == 1
+    step = steps.pop()
+    assert round(step / 10 ** math.floor(math.log10(step)), 9) in (1, 2, 5)
+    assert all(round(t / step, 9).is_integer() for t in ticks)
+    assert all(len(repr(t)) <= 10 for t in ticks)  # no float noise such as 0.30000000000000004
+    if integer:
+        assert all(t.is_integer() for t in ticks)
+    if lo == hi:
+        assert ticks[0] < lo < ticks[-1] or lo == ticks[0] == 0
+
+
+def test_a_y_range_keeps_its_limits_and_a_log_axis_has_decades() -> None:
+    curve = Line("c", [0, 0.5, 1], [0, 0.7, 1])
+    root = _parse(svg_charts.render([Panel(lines=[curve], ylim=(0, 1.02)),
+                                     Panel(lines=[Line("e", [1, 2, 3], [0.01, 1, 100])], log_y=True)]))
+    assert _tick_labels(root, "end") == ["0", "0.2", "0.4", "0.6", "0.8", "1", "0.01", "0.1", "1", "10", "100"]
+    top, bottom = _frame(root)
+    points = _points(list(root.iter(f"{SVG}polyline"))[1])
+    assert points[2][1] == pytest.approx(bottom - (bottom - top) / 1.02, abs=0.2)  # 1 just under the top, 1.02
+
+
+def test_text_is_escaped() -> None:
+    label = 'a <b> & "c"'
+    root = _parse(svg_charts.render([Panel(lines=[Line(label, [1, 2], [1, 2])], title=label, xlabel=label,
+                                           ylabel=label, note=label),
+                                     Panel(bars=[Bars(label, {1: 1})])]))
+    assert [t.text for t in root.iter(f"{SVG}text")].count(label) == 6  # legends, title, axis labels, note
+    assert list(_bars(root)) == [f"{label} (1): 1"]  # the bar's tooltip
+
+
+def test_colours_come_from_one_cycle_that_a_given_colour_does_not_use_up() -> None:
+    root = _parse(svg_charts.render([Panel(bars=[Bars("page", {1: 1}, color="#2f855a"), Bars("x", {1: 1}),
+                                                 Bars("y", {1: 1})])]))
+    assert [r.get("fill") for r in root.iter(f"{SVG}rect") if r.find(f"{SVG}title") is not None] == [
+        "#2f855a", *svg_charts.COLORS[:2]]
+
+
+def test_panels_side_by_side_share_the_plot_area_s_top_and_bottom() -> None:
+    root = _parse(svg_charts.render([Panel(lines=[Line("a", [1], [1])]), Panel(title="titled", note="empty")]))
+    frames = [(float(r.get("x")), float(r.get("y")), float(r.get("height")))
+              for r in root.iter(f"{SVG}rect") if r.get("fill") == "none"]
+    assert len(frames) == 2 and frames[0][1:] == frames[1][1:] and frames[0][0] < 450 < frames[1][0]
+    assert root.get("viewBox") == "0 0 900 320"

@@ -9,7 +9,6 @@ JavaScript).
 from __future__ import annotations
 
 import html
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,13 @@ import polars as pl
 
 from crawlcycle.pipeline.crawl_snapshot import load_snapshot
 from crawlcycle.settings import Settings
+from crawlcycle.ui import svg_charts
+from crawlcycle.ui.svg_charts import Bars, Line, Panel
 
 # Metric names (or parts of them) that say how good a fit is: plotted over cycles; counts stay in the table.
 FIT_METRICS = ("r2", "mae", "rmse", "slope", "residual", "score")
+# Slots that gave a page: green, apart from the colour cycle the failures and skips take.
+PAGE_COLOR = "#2f855a"
 
 
 @dataclass(frozen=True)
@@ -96,54 +99,22 @@ def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict], key:
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def _svg(fig: Any) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    text = buf.getvalue()
-    return text[text.index("<svg"):]
-
-
-def _figure(plot_id: str, caption: str, draw: Any, size: tuple[float, float] = (9, 3.2), axes: int = 1) -> str:
-    """A figure drawn by ``draw(axes list)``; the Figure API (no pyplot) is safe in the API server's threads."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context({"svg.fonttype": "none", "font.size": 9}):
-        fig = Figure(figsize=size, layout="constrained")
-        draw(list(fig.subplots(1, axes, squeeze=False)[0]))
-        svg = _svg(fig)
+def _figure(plot_id: str, caption: str, svg: str) -> str:
     return f'<figure id="{plot_id}">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
 
 
 def _cycles_plot(cycles: list[dict], errors: list[dict]) -> str:
-    from matplotlib.ticker import MaxNLocator
-
-    def draw(axes: list) -> None:
-        xs = [c["cycle"] for c in cycles]
-        for col, label in (("fetched", "fetched"), ("new_urls", "new URLs"), ("errors", "errors")):
-            axes[0].plot(xs, [c[col] or 0 for c in cycles], marker="o", label=label)
-        axes[0].set_xlabel("cycle")
-        axes[0].legend()
-        classes = sorted({e["error_class"] for e in errors})
-        bottom = dict.fromkeys(xs, 0)
-        for cls in classes:
-            counts = {e["cycle"]: e["urls"] for e in errors if e["error_class"] == cls}
-            heights = [counts.get(x, 0) for x in xs]
-            axes[1].bar(xs, heights, bottom=[bottom[x] for x in xs], label=cls)
-            for x, h in zip(xs, heights, strict=True):
-                bottom[x] += h
-        axes[1].set_xlabel("cycle")
-        axes[1].set_title("fetch errors by class")
-        if classes:
-            axes[1].legend()
-        else:
-            axes[1].text(0.5, 0.5, "no fetch errors", ha="center", transform=axes[1].transAxes)
-        for ax in axes:
-            ax.set_xticks(xs)
-            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of URLs
-            ax.grid(alpha=0.3)
-
-    return _figure("plot-cycles", "URLs fetched, new and failed per cycle; errors by class", draw, axes=2)
+    xs = [c["cycle"] for c in cycles]
+    runs = [Line(label, xs, [c[col] or 0 for c in cycles], markers=True)
+            for col, label in (("fetched", "fetched"), ("new_urls", "new URLs"), ("errors", "errors"))]
+    classes = sorted({e["error_class"] for e in errors})
+    layers = [Bars(cls, {e["cycle"]: e["urls"] for e in errors if e["error_class"] == cls and e["cycle"] in xs})
+              for cls in classes]
+    panels = [Panel(lines=runs, xlabel="cycle", xticks=xs, integer_y=True),  # counts of URLs
+              Panel(bars=layers, title="fetch errors by class", xlabel="cycle", xticks=xs, integer_y=True,
+                    note="" if classes else "no fetch errors")]
+    return _figure("plot-cycles", "URLs fetched, new and failed per cycle; errors by class",
+                   svg_charts.render(panels))
 
 
 def slot_counts(cycles: list[dict]) -> dict[str, dict[int, int]]:
@@ -161,46 +132,22 @@ def slot_counts(cycles: list[dict]) -> dict[str, dict[int, int]]:
 
 
 def _slots_plot(cycles: list[dict]) -> str:
-    from matplotlib.ticker import MaxNLocator
-
-    counts = slot_counts(cycles)
-
-    def draw(axes: list) -> None:
-        ax = axes[0]
-        xs = sorted({x for by_cycle in counts.values() for x in by_cycle})
-        bottom = dict.fromkeys(xs, 0)
-        for kind, by_cycle in counts.items():
-            heights = [by_cycle.get(x, 0) for x in xs]
-            ax.bar(xs, heights, bottom=[bottom[x] for x in xs], label=kind,
-                   color="#2f855a" if kind == "page" else None)
-            for x, h in zip(xs, heights, strict=True):
-                bottom[x] += h
-        ax.set_xlabel("cycle")
-        ax.set_ylabel("batch slots")
-        ax.set_xticks(xs)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
-        if counts:
-            ax.legend(fontsize=7)
-
+    layers = [Bars(kind, by_cycle, color=PAGE_COLOR if kind == "page" else None)
+              for kind, by_cycle in slot_counts(cycles).items()]
+    panel = Panel(bars=layers, xlabel="cycle", ylabel="batch slots", integer_y=True)
     return _figure("plot-slots", "What each cycle's batch slots gave: a page, a try without one (by class), or no "
-                                 "try (by reason)", draw)
+                                 "try (by reason)", svg_charts.render([panel]))
 
 
 def _curves_plot(sim: Simulation) -> str:
-    def draw(axes: list) -> None:
-        ax = axes[0]
-        longest = max(sim.curves.values(), key=lambda c: c.height)
-        ax.plot(longest["fraction"], longest["ideal"], color="black", linestyle="--", label="ideal")
-        for policy, points in sim.curves.items():
-            ax.plot(points["fraction"], points["policy"], label=policy)
-        ax.set_xlabel("fraction of the snapshot's pages fetched")
-        ax.set_ylabel("true impact share")
-        ax.set_ylim(0, 1.02)
-        ax.grid(alpha=0.3)
-        ax.legend()
-
-    return _figure("plot-curves", f"Impact curves of the simulation in {sim.folder}", draw, size=(9, 3.6))
+    longest = max(sim.curves.values(), key=lambda c: c.height)
+    lines = [Line("ideal", longest["fraction"].to_list(), longest["ideal"].to_list(), color="black", dashed=True)]
+    lines += [Line(policy, points["fraction"].to_list(), points["policy"].to_list())
+              for policy, points in sim.curves.items()]
+    panel = Panel(lines=lines, xlabel="fraction of the snapshot's pages fetched", ylabel="true impact share",
+                  ylim=(0, 1.02))
+    return _figure("plot-curves", f"Impact curves of the simulation in {sim.folder}",
+                   svg_charts.render([panel], height=360))
 
 
 def fit_series(model_runs: list[dict]) -> dict[str, dict[str, list[tuple[int, float]]]]:
@@ -214,21 +161,16 @@ def fit_series(model_runs: list[dict]) -> dict[str, dict[str, list[tuple[int, fl
 
 
 def _fits_plot(series: dict[str, dict[str, list[tuple[int, float]]]]) -> str:
-    def draw(axes: list) -> None:
-        for ax, (model, metrics) in zip(axes, series.items(), strict=True):
-            for name, points in metrics.items():
-                ax.plot([c for c, _ in points], [v for _, v in points], marker="o", label=name)
-            values = [v for points in metrics.values() for _, v in points]
-            if min(values) > 0 and max(values) / min(values) > 1000:
-                ax.set_yscale("log")
-            ax.set_title(model)
-            ax.set_xlabel("cycle")
-            ax.set_xticks(sorted({c for points in metrics.values() for c, _ in points}))
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-
-    return _figure("plot-fits", "Fit quality of each model over cycles", draw,
-                   size=(max(4.0, 3.2 * len(series)), 3.2), axes=len(series))
+    panels = []
+    for model, metrics in series.items():
+        values = [v for points in metrics.values() for _, v in points]
+        panels.append(Panel(lines=[Line(name, [c for c, _ in points], [v for _, v in points], markers=True)
+                                   for name, points in metrics.items()],
+                            title=model, xlabel="cycle",
+                            xticks=sorted({c for points in metrics.values() for c, _ in points}),
+                            log_y=min(values) > 0 and max(values) / min(values) > 1000))  # spans decades
+    return _figure("plot-fits", "Fit quality of each model over cycles",
+                   svg_charts.render(panels, width=max(400, 320 * len(panels))))
 
 
 _CYCLE_COLUMNS = [("cycle", "cycle"), ("interval_start", "interval"), ("query_log", "query log"),
