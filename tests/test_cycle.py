@@ -30,9 +30,12 @@ def _q(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 
 def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
     stages.init(settings)
-    first = stages.run_cycle(settings, DAY1, progress=lambda m: None)
+    said: list[str] = []
+    first = stages.run_cycle(settings, DAY1, progress=said.append)
     second = stages.run_cycle(settings, DAY2, progress=lambda m: None)
     assert (first["cycle"], second["cycle"]) == (1, 2)
+    shards = [m for m in said if m.startswith("cycle 1: fetch shard ")]
+    assert shards and shards[-1].endswith(f"{len(shards)}/{len(shards)} done") and said[-1].startswith("cycle 1: ")
     assert 0 < first["fetched"] <= first["pages_total"] < second["pages_total"]
     with connect(settings, read_only=True) as con:
         assert _q(con, "SELECT count(*) FROM links")[0][0] > 50
@@ -130,6 +133,18 @@ def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str)
     key = {"bfs": lambda r: -r[2], "indegree": lambda r: r[3], "pagerank": lambda r: r[4]}.get(policy)
     if key:  # the batch is ordered by the policy's own signal (per-host cap aside)
         assert [key(r) for r in rows] == sorted((key(r) for r in rows), reverse=True)
+
+
+def test_a_cycle_without_its_query_log_partition_says_so(settings: Settings) -> None:
+    stages.init(settings)
+    said: list[str] = []
+    stages.run_cycle(settings, date(2026, 12, 25), progress=said.append)
+    latest = max(p.name for p in Path(settings.query_log_dir).iterdir())  # the demo log's last day
+    assert latest.endswith("2026-11-03")
+    rows = sum(1 for f in (Path(settings.query_log_dir) / latest).iterdir() for _ in f.open())
+    assert [m for m in said if "query-log" in m] == [
+        f"cycle 1: no query-log partition for 2026-12-25; read 2026-11-03, {rows} rows "
+        "(setting missing_query_log = latest)"]
 
 
 def test_a_cycle_waits_for_the_one_before(settings: Settings) -> None:

@@ -98,6 +98,25 @@ def statements(name: str) -> tuple[str, ...]:
     return tuple(p.strip() for p in parts if _strip_comments(p).strip())
 
 
+@cache
+def inputs(name: str) -> tuple[str, ...]:
+    """The staged inputs ``sql/<name>.sql`` declares on its ``-- inputs:`` line: frames the caller registers, or temp
+    tables an earlier file made (``s_`` names), which must exist when it runs."""
+    lines = (SQL_DIR / f"{name}.sql").read_text().splitlines()
+    return tuple(n for line in lines if line.startswith("-- inputs:")
+                 for n in re.split(r"[,\s]+", line.removeprefix("-- inputs:")) if n)
+
+
+def check_inputs(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    if not inputs(name):
+        return
+    staged = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE temporary UNION ALL "
+                                        "SELECT table_name FROM duckdb_tables() WHERE temporary").fetchall()}
+    missing = [n for n in inputs(name) if n not in staged]
+    if missing:
+        raise RuntimeError(f"sql/{name}.sql: inputs not staged: {', '.join(missing)}")
+
+
 def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
@@ -117,12 +136,14 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
 
 def run_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:
     """Run every statement of ``sql/<name>.sql``."""
+    check_inputs(con, name)
     for stmt in statements(name):
         execute(con, stmt, **params)
 
 
 def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pl.DataFrame:
     """Result of the single statement in ``sql/<name>.sql`` as a polars frame."""
+    check_inputs(con, name)
     (stmt,) = statements(name)
     used = {k: params[k] for k in _PARAM.findall(_strip_comments(stmt)) if k in params}
     return con.sql(stmt, params=used or None).pl()
@@ -130,6 +151,7 @@ def query(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> pl.DataFr
 
 def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list[tuple]:
     """Rows of the single statement in ``sql/<name>.sql`` as tuples."""
+    check_inputs(con, name)
     (stmt,) = statements(name)
     return execute(con, stmt, **params).fetchall()
 

@@ -7,6 +7,7 @@
 -- Besides, the pages the query's current results (query_results of cycle $cycle, s_queries: qid, query) link to
 -- are candidates: the best $per_query per query by their best linking result's score.
 -- Returns (qid, seq, evidence_score, term_share = share of the query's terms in its evidence, via_results).
+-- inputs: s_queries, s_query_terms, s_scope
 WITH fields AS (
     SELECT unnest($fields) AS field, unnest($weights) AS weight, unnest($bs) AS b
 ), stats AS (

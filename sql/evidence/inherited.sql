@@ -3,6 +3,7 @@
 -- staged for the same qids; 0 where the linking page holds no query term). Max and mean over those pages, and how
 -- many there are. The linking pages are listed once per page, not per pair: a page linked from every crawled page
 -- would otherwise make queries x linking pages rows.
+-- inputs: s_candidates, s_query_terms
 WITH linkers AS (
     SELECT DISTINCT f.discovery_seq AS seq, d.doc
     FROM (SELECT DISTINCT seq FROM s_candidates) c

@@ -1,5 +1,6 @@
 -- What describes each page of s_semantic_seqs (seq) before it is fetched: its URL (url set, text NULL) and its
 -- $anchors most used anchor texts (text set, url NULL).
+-- inputs: s_semantic_seqs
 SELECT f.discovery_seq AS seq, f.url, NULL::VARCHAR AS text
 FROM s_semantic_seqs s JOIN frontier f ON f.discovery_seq = s.seq
 UNION ALL

@@ -1,6 +1,7 @@
 -- The candidates select_needy stored for cycle $cycle's needy queries (needy_candidates), for the staged queries
 -- (s_queries: qid, query), in evidence_index.candidates' columns and order; only when they are every needy query's
 -- and each query has as many as select_needy counted (needy_queries.candidates), else no rows.
+-- inputs: s_queries
 WITH complete AS (
     SELECT (SELECT count(*) FROM needy_candidates WHERE cycle = $cycle)
                = (SELECT coalesce(sum(candidates), -1) FROM needy_queries WHERE cycle = $cycle)

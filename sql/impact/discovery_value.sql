@@ -5,6 +5,7 @@
 -- and that towards the mean of all by $shrink pages' worth. opening: the query-based impact of the host's eligible
 -- URLs (s_impact) over its crawled pages (s_host_stats, staged by the matching) + 1, so a host whose anchors
 -- answer needy queries but that has few pages crawled opens more of itself.
+-- inputs: s_host_stats, s_impact
 CREATE OR REPLACE TEMP TABLE s_discovery AS
 WITH odds_cycles AS (
     SELECT DISTINCT cycle FROM top_k_odds WHERE cycle <= $cycle

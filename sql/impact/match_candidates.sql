@@ -3,6 +3,7 @@
 -- Prefix filter: a page holding t = ceil(share x G) of a query's G n-grams holds one of its G - t + 1 rarest, so
 -- only pages holding one of those are candidates. With rho = 1 that is the rarest n-gram alone. N-grams on more
 -- than $max_df URLs propose no pages (verification still counts them).
+-- inputs: s_query_grams, s_scope
 CREATE OR REPLACE TEMP TABLE s_candidates AS
 WITH need AS (
     SELECT qid, count(*) AS grams, greatest(ceil($share * count(*) - 1e-9), 1)::INTEGER AS t

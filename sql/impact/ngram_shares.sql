@@ -1,5 +1,6 @@
 -- Shares of each staged query's n-grams (s_query_grams: qid, gram) found among a candidate page's URL and anchor
 -- n-grams (url_ngrams), for the pairs of s_candidates (qid, seq): all, URL only, anchors only.
+-- inputs: s_candidates, s_query_grams
 WITH need AS (
     SELECT qid, count(*) AS grams FROM s_query_grams GROUP BY qid
 ), hits AS (

@@ -2,6 +2,7 @@
 -- (1 = an average page), its in-links and its observed impact. Impact comes from the partition's impressions
 -- (s_shown: url, impact) when it has any, else from the reference ranker: the sum of f(q) over the partition's
 -- queries that show the page in their top K.
+-- inputs: s_shown
 WITH freq AS (
     SELECT query, sum(frequency) AS frequency FROM query_log WHERE partition = $partition GROUP BY query
 ), ranked AS (

@@ -1,5 +1,6 @@
 -- Content-independent features of the matched pairs staged in s_pairs (qid, seq and the features the matching
 -- found: n-gram shares, query_terms, evidence figures): what S' predicts S from. Host figures come from s_host_stats.
+-- inputs: s_host_stats, s_pairs
 SELECT p.* EXCLUDE (seq), f.url,
        ln(1 + f.in_links) AS log_in_links,
        ln(1 + f.pagerank * n.known) AS log_pagerank,

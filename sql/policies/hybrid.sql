@@ -4,6 +4,7 @@
 -- (expected: frequency x top-K odds), the needy queries behind it and their odds come from s_impact, the discovery
 -- value (learned + opening) from s_discovery (crawlcycle.ordering.hybrid); prestige-based impact is the quadratic
 -- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0.
+-- inputs: s_discovery, s_impact
 WITH raw AS (
     SELECT e.url, coalesce(i.query_impact, 0) AS query_impact, coalesce(i.queries, []) AS queries,
            coalesce(i.odds, []) AS odds, coalesce(d.learned, 0) AS learned, coalesce(d.opening, 0) AS opening,

@@ -4,6 +4,7 @@
 -- comes from it, is only given while the frontier is ordered by q_hybrid ($tree false: too few crawled pages):
 -- the priority is then q_hybrid / its largest value + $tie_break x q_hybrid, and its query part is $query_weight x
 -- the scaled overlap times the same factor. A tree's prediction does not split into parts: no query_priority.
+-- inputs: s_learned
 WITH top AS (
     SELECT max((parts->>'overlap')::DOUBLE) AS overlap,
            coalesce(nullif(max((parts->>'q_hybrid')::DOUBLE), 0), 1) AS q_hybrid

@@ -1,6 +1,7 @@
 -- Cycle $cycle's reference results: the top $top_k pages of each query (s_queries, terms in s_query_terms) by
 -- score (see weights.sql), ties by URL. Candidates of a query are, for each of its terms, the $depth pages with
 -- the highest weight + prior for that term; every candidate is then scored over all the query's terms.
+-- inputs: s_queries, s_query_terms
 DELETE FROM query_results WHERE cycle = $cycle;
 INSERT INTO query_results (cycle, query, rank, url, score, source)
 WITH best AS (

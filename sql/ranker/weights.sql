@@ -4,6 +4,7 @@
 --   prior  = prestige_weight * ln(1 + pagerank * known URLs)   (0 for a page without PageRank yet)
 -- A page's score for a query is the sum of its weights for the query's terms plus its prior.
 -- key packs (term id, page) into one BIGINT: joins on it run several times faster than on the pair.
+-- inputs: s_query_terms
 CREATE OR REPLACE TEMP TABLE r_weights AS
 WITH fields AS (
     SELECT p.field, p.weight, p.b, s.avg_length

@@ -1,5 +1,6 @@
 -- Admit seed URLs (staged as s_seeds: url, host, seq) that the frontier does not know yet and the crawl scope ($scope,
 -- see scope_reason) admits.
+-- inputs: s_seed_rejects, s_seeds
 INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, hops)
 SELECT s.url, s.host, 0, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY s.seq),
        'seed', 0

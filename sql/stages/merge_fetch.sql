@@ -1,5 +1,6 @@
 -- Merge the shards' fetch output of cycle $cycle (staged as tables s_fetch_log, s_requests, s_hosts, s_robots,
 -- s_sitemaps, s_origin_tries).
+-- inputs: s_fetch_log, s_hosts, s_origin_tries, s_requests, s_robots, s_sitemaps
 INSERT INTO fetch_log
 SELECT $cycle, shard, url, host, final_url, status, redirects, bytes, content_type, started_at, finished_at,
        elapsed_ms, error_class, truncated, outcome

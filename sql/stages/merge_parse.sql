@@ -1,4 +1,5 @@
 -- Merge the shards' parse output of cycle $cycle (staged as s_pages, s_links, s_new).
+-- inputs: s_fetch_log, s_links, s_new, s_pages, s_rejects
 INSERT INTO pages
 SELECT url, host, $cycle, status, content_type, title, text, description, lang, content_hash, simhash,
        duplicate_of, n_links, noindex, reason, bytes

@@ -1,6 +1,7 @@
 -- Stage the shards' parse output for merge_parse as temp tables s_pages, s_links, s_new and s_rejects, from the
 -- files listed by $pages, $links and $rejects (see stage_fetch_files), the staged fetch output, and s_duplicates:
 -- duplicate_of and exact_copy of each 2xx page by its place, as mark_stored_duplicates set them.
+-- inputs: s_duplicates, s_fetch_log, s_sitemap_urls
 CREATE OR REPLACE TEMP TABLE s_pages AS
 SELECT p.url, p.status, p.content_type, p.title, p.text, p.description, p.lang, p.content_hash, p.simhash,
        d.duplicate_of, p.n_links, p.noindex, p.reason, p.bytes, host_of(p.url) AS host, d.exact_copy

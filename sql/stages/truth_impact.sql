@@ -1,6 +1,7 @@
 -- Ground truth of a simulation (crawlcycle.evaluation.simulator): every 2xx page of the snapshot the parser reads as
 -- HTML-or-unknown, with its true impact: the summed frequency of the queries (staged as s_workload) whose top K,
 -- by the reference ranker over the whole snapshot (cycle $cycle), holds it.
+-- inputs: s_workload
 WITH impact AS (
     SELECT r.url, sum(w.frequency) AS impact
     FROM query_results r JOIN s_workload w ON w.query = r.query

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import duckdb
 
 from crawlcycle.contracts.policies import REGISTRY, Policy, policy
-from crawlcycle.db import execute, run_sql, scalar, statements
+from crawlcycle.db import check_inputs, execute, run_sql, scalar, statements
 from crawlcycle.settings import Settings
 
 Stage = Callable[[duckdb.DuckDBPyConnection, Settings, int], dict[str, object]]
@@ -40,6 +40,7 @@ def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     stage = stage_function(entry)
     params = stage(con, settings, cycle) if stage else {}
     con.execute("DELETE FROM frontier_scores WHERE cycle = ?", [cycle])
+    check_inputs(con, entry.sql)
     (select,) = statements(entry.sql)
     execute(con, f"INSERT INTO frontier_scores SELECT $cycle, url, priority, parts FROM ({select})",
             cycle=cycle, seed=settings.random_seed, **params)
