@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean
+.PHONY: demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean docs docs-serve
 
 # The virtual environment is (re)built from the dev lock (runtime set + test tools) whenever it or pyproject changes.
 $(VENV)/.installed: requirements-dev.lock pyproject.toml
@@ -29,13 +29,20 @@ test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser and not faults"
 
 lint: $(VENV)/.installed
-	$(BIN)/ruff check include dags plugins tests bench sql
+	$(BIN)/ruff check include dags plugins tests bench sql docs
 
 ui: $(VENV)/.installed
 	$(BIN)/crawlcycle ui
 
 report: $(VENV)/.installed
 	$(BIN)/crawlcycle report
+
+# The documentation site (mkdocs.yml, docs/): built with warnings as errors, or served on http://127.0.0.1:8000.
+docs: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(VENV)/.installed
+	$(BIN)/mkdocs serve
 
 bench-fetch: $(VENV)/.installed
 	$(BIN)/python bench/fetch.py

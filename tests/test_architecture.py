@@ -91,12 +91,16 @@ def test_the_contracts_are_the_bottom_layer() -> None:
 
 
 def test_paths_the_docs_name_exist() -> None:
-    """Every file or folder of the project that README.md and ARCHITECTURE.md name in backticks exists, from the
-    project root or from the package (``pipeline/stages.py``, ``sql/...``), so the docs follow the code when it
-    moves. Names under folders the project does not hold (run outputs such as ``data/``, ``sim/``) are not its."""
+    """Every file or folder of the project that README.md, ARCHITECTURE.md and the pages of the documentation site
+    (docs/**/*.md) name in backticks exists, from the project root or from the package (``pipeline/stages.py``,
+    ``sql/...``), so the docs follow the code when it moves. Names under folders the project does not hold (run
+    outputs such as ``data/``, ``sim/``) are not its."""
     bases = (ROOT, PACKAGE)
+    docs = ["README.md", "ARCHITECTURE.md",
+            *sorted(page.relative_to(ROOT).as_posix() for page in (ROOT / "docs").rglob("*.md"))]
+    assert len(docs) > 10
     missing = []
-    for doc in ("README.md", "ARCHITECTURE.md"):
+    for doc in docs:
         for name in re.findall(r"`([\w./-]+/[\w.-]*)`", (ROOT / doc).read_text()):
             if name.startswith(("../", "/", "http")) or "://" in name or not re.search(r"\.\w+$|/$", name):
                 continue

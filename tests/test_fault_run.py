@@ -1,6 +1,6 @@
 """The fault-injection run, short: two demo cycles crawled straight and again with SIGKILLs at seeded points, each
 killed task retried as Airflow retries it; every table must come out equal. ``crawlcycle fault-run`` is the long
-version (README, "When a process dies")."""
+version (docs/howto/recover.md)."""
 
 from __future__ import annotations
 

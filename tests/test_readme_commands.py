@@ -1,7 +1,8 @@
-"""Every command the README shows runs as written, from a project root, in a shell without CRAWLCYCLE_*
-variables: the README's own "Running without a scheduler" commands make a demo-sized crawl, then every other
-command runs against it. Commands that cannot run here are excluded by name, each with the test that covers
-it instead; a command that is neither run nor excluded fails the test."""
+"""Every command the README and the documentation pages (docs/**/*.md) show runs as written, from a project root,
+in a shell without CRAWLCYCLE_* variables: the commands of "Run cycles without a scheduler"
+(docs/howto/run-without-airflow.md) make a demo-sized crawl, then every other command runs against it. Commands
+that cannot run here are excluded by name, each with the test that covers it instead; a command that is neither run
+nor excluded fails the test."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import pytest
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+# The pages whose commands are checked: the README and every page of the documentation site.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 VENV = Path(sys.executable).parents[1]
 _FENCE = re.compile(r"^[ \t]*```(\w*)[ \t]*\n(.*?)^[ \t]*```", flags=re.MULTILINE | re.DOTALL)
 
@@ -31,6 +33,8 @@ EXCLUDED = {
     "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
                  "under a real scheduler and tests/test_dag.py runs the DAG",
     "make test": "the test suite itself",
+    "make docs-serve": "serves the documentation site until Ctrl-C; tests/test_docs.py builds it with mkdocs build "
+                       "--strict",
     ".venv/bin/crawlcycle fault-run --cycles 10 --kills 200 --seed 1":
         "two crawls of ten cycles and 200 kills: most of an hour; tests/test_fault_run.py runs the fault run on two "
         "cycles with six kills",
@@ -119,11 +123,13 @@ def _complete(text: str) -> bool:
     return not text.endswith("\\")
 
 
-def readme_commands() -> list[list[str]]:
-    """The shell commands of each fenced block (marked bash, sh or shell, or unmarked), a command continued over
-    lines kept whole; then, as a block of its own, every inline code span that runs something in .venv/bin."""
+def page_commands(path: Path) -> list[list[str]]:
+    """The shell commands of each fenced block of one page (marked bash, sh or shell, or unmarked), a command
+    continued over lines kept whole; then, as a block of its own, every inline code span that runs something in
+    .venv/bin."""
+    text = path.read_text()
     blocks = []
-    for info, body in _FENCE.findall(README):
+    for info, body in _FENCE.findall(text):
         if info not in ("", "bash", "sh", "shell"):
             continue
         commands, pending = [], ""
@@ -134,11 +140,16 @@ def readme_commands() -> list[list[str]]:
             if _complete(pending):
                 commands.append(pending)
                 pending = ""
-        assert not pending, f"unfinished command in the README: {pending}"
+        assert not pending, f"unfinished command in {path.relative_to(ROOT)}: {pending}"
         blocks.append(commands)
-    spans = re.findall(r"`([^`]+)`", _FENCE.sub("", README))
+    spans = re.findall(r"`([^`]+)`", _FENCE.sub("", text))
     blocks.append([" ".join(span.split()) for span in spans if ".venv/bin/" in span])
     return blocks
+
+
+def shown_commands() -> list[list[str]]:
+    """The blocks of commands of every page, README first."""
+    return [block for path in PAGES for block in page_commands(path)]
 
 
 def key(command: str) -> str:
@@ -147,14 +158,14 @@ def key(command: str) -> str:
     return re.sub(r"\s+#\s[^'\"]*$", "", line)
 
 
-def test_every_readme_command_is_run_or_excluded() -> None:
-    commands = [key(c) for block in readme_commands() for c in block]
+def test_every_command_shown_is_run_or_excluded() -> None:
+    commands = [key(c) for block in shown_commands() for c in block]
     assert len(commands) > 15
-    assert not sorted(set(EXCLUDED) - set(commands)), "excluded, but no longer in the README"
+    assert not sorted(set(EXCLUDED) - set(commands)), "excluded, but no longer on any page"
     for command in commands:
         if command not in EXCLUDED:
             assert [e for e in EXPECT if re.search(e.command, command)], \
-                f"README command neither run with a check of its output nor excluded: {command}"
+                f"command shown neither run with a check of its output nor excluded: {command}"
 
 
 def _project(tmp_path: Path, port: int) -> Path:
@@ -182,15 +193,16 @@ def _wait_for_port(port: int, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"the demo web did not come up: {log.read_text()}")
 
 
-def test_every_readme_command_runs_as_written(tmp_path: Path) -> None:
+def test_every_command_shown_runs_as_written(tmp_path: Path) -> None:
     port = free_port()
     root = _project(tmp_path, port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRAWLCYCLE_")}
-    blocks = readme_commands()
+    blocks = shown_commands()
     # The block that starts the demo web in the background makes the crawl every other command reads.
     (setup,) = [b for b in blocks if any(key(c).endswith("&") for c in b)]
     order = [*setup, *(f".venv/bin/crawlcycle cycle --date {day}" for day in MORE_CYCLES),
              *(c for b in blocks if b is not setup for c in b if key(c) not in EXCLUDED)]
+    order = list({key(c): c for c in reversed(order)}.values())[::-1]  # shown on several pages: run once, first
     server, log = None, tmp_path / "demo-web.log"
     try:
         for command in order:

@@ -190,7 +190,7 @@ class Settings:
     hybrid_prestige_weight: float = _s(0.1, "weight of the normalised prestige-based impact in the hybrid priority")
     hybrid_discovery_weight: float = _s(0.0, "weight of the normalised discovery value (what fetching the page is "
                                         "expected to open, learned from what fetched pages revealed) in the hybrid "
-                                        "priority (0: shown, not used; see the README's measurements)")
+                                        "priority (0: shown, not used; see the measurements in docs/findings.md)")
     hybrid_normalization: str = _s("max", "how both impacts are scaled to [0, 1] before mixing: max (divide by "
                                    "the largest over the eligible frontier) or rank (percent rank)")
     impact_signal: str = _s("views", "impact the prestige regression learns when the partition has impressions: "
@@ -468,5 +468,5 @@ def write_toml(settings: Settings, path: Path) -> None:
 
 
 def describe() -> list[tuple[str, Any, str]]:
-    """(name, default, help) of every setting, for the README and `--help`."""
+    """(name, default, help) of every setting, for the settings reference (docs/reference/settings.md) and `--help`."""
     return [(f.name, f.default, f.metadata["help"]) for f in fields(Settings)]

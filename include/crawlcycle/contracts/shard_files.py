@@ -44,7 +44,7 @@ LINKS = "links.parquet"
 REJECTS = "rejects.parquet"
 TIMING = "timing.json"
 
-# The state a batch URL is left in by its fetch (the URL state model of the README).
+# The state a batch URL is left in by its fetch (the URL state model: docs/reference/tables.md, "URL states").
 OUTCOMES = ("fetched", "redirected_permanent", "redirected_temporary", "gone", "retry_pending", "deferred",
             "disallowed")
 

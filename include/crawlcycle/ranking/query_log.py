@@ -54,7 +54,7 @@ SCHEMA = {"query": pl.String, "frequency": pl.Float64, "time": pl.Datetime("us")
 _SPACE = re.compile(r"\s+")
 _TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?$"
 _CLICKED = {"1": True, "true": True, "0": False, "false": False}
-# TSV header lines taken for a header: the README's names and the Parquet column names
+# TSV header lines taken for a header: the names docs/explanation/queries.md gives and the Parquet column names
 _HEADERS = {AGGREGATED, IMPRESSIONS, ("timestamp", *IMPRESSIONS[1:])}
 _log = logging.getLogger(__name__)
 

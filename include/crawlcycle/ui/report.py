@@ -12,11 +12,11 @@ from crawlcycle.settings import Settings
 
 COLUMNS = ["cycle", "interval_start", "query_log", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
            "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
-# Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; README, "cycles").
+# Whether the query-driven part of the cycle's policy engaged (v_cycle_summary; docs/reference/tables.md).
 ENGAGEMENT = ["needy_queries", "needy_with_candidates", "sketch_frontier_pages", "batch_query_share",
               "batch_query_mass"]
 HEAD_ROWS = 10  # rows of the needy queries, the next batch and the held origins shown
-# What the batch's slots gave (v_cycle_summary; README, "Waste").
+# What the batch's slots gave (v_cycle_summary; docs/explanation/fetching.md, "Waste").
 WASTE = ["slots_fetched", "slots_failed", "slots_skipped", "slots_unanswered", "waste_share", "probes",
          "untested_slots"]
 
