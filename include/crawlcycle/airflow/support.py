@@ -52,10 +52,12 @@ def default_args(settings: Settings) -> dict[str, Any]:
 
 def crawl_state(settings: Settings) -> Any:
     """The crawl database as an Airflow asset: the cycle's last task updates it (the event's extra names the cycle),
-    so a DAG scheduled on it (an indexer, an export: ``dags/export_pages.py``) runs after every cycle."""
+    so a DAG scheduled on it (an indexer, an export: ``dags/export_pages.py``) runs after every cycle. Named by the
+    database's ``file://`` URI: Airflow keeps one active asset per name, and two crawls (two settings files) served
+    by one Airflow each have their own."""
     from airflow.sdk import Asset
 
-    return Asset(name="crawl_state", uri=Path(settings.db_path).resolve().as_uri())
+    return Asset(Path(settings.db_path).resolve().as_uri())
 
 
 def task_args(settings: Settings, t: Task) -> dict[str, Any]:
