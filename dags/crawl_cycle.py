@@ -24,6 +24,7 @@ from crawlcycle.settings import POLICIES
 
 settings = dag_settings()
 
+
 def _run(task_name: str) -> object:
     """The settings a task runs with: the run's parameters over the settings, and the task's own overrides."""
     from crawlcycle.pipeline.stages import run_settings
