@@ -6,7 +6,7 @@ UPDATE cycles SET
     next_batch = (SELECT count(*) FROM batches WHERE cycle = $cycle + 1),
     pages_total = (SELECT count(*) FROM pages)
 WHERE cycle = $cycle;
--- Whether the query-driven part of the policy engaged in cycle $cycle (README, "cycles"): its needy queries, those
+-- Whether the query-driven part of the policy engaged in cycle $cycle (docs/reference/tables.md, "Query engagement"): its needy queries, those
 -- with frontier candidates (NULL when no row says: the policy did not look), the frontier pages its sketches hold
 -- (NULL without sketches), and in the batch it chose (cycle $cycle + 1) the share of URLs with query-based impact
 -- and the share of the priority mass from the query part (NULL when the policy's parts have no such key). Shares
