@@ -2,9 +2,10 @@
 
 Pages hold markers that are replaced at build time, so what the code defines is never copied by hand:
 
-- ``<!-- settings-table -->``: every setting with its default and meaning (``crawlcycle.settings.describe``);
-- ``<!-- cli-commands -->``: every ``crawlcycle`` subcommand with its help line and its own options
-  (``crawlcycle.cli.build_parser``), the settings flags every command shares left out;
+- ``<!-- settings-table -->``: every setting with its default and meaning, one table per section
+  (``crawlcycle.settings.describe``);
+- ``<!-- cli-commands -->``: every ``crawlcycle`` subcommand with its help line, its own options and the sections
+  of the settings it takes (``crawlcycle.cli.build_parser``);
 - ``<!-- policy-table -->``: every ordering policy of the registry (``crawlcycle.contracts.policies``);
 - ``<!-- include FILE -->`` or ``<!-- include FILE#HEADING -->``: a file of the repository (a path from the root),
   whole or the section under one heading.
@@ -24,8 +25,6 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_RESULTS = ROOT / "bench" / "results"
-# The argument group of the flags every subcommand takes from the settings (crawlcycle.cli._settings_parent).
-SETTINGS_GROUP = "settings ("
 _INCLUDE = re.compile(r"<!-- include ([\w./-]+)(?:#([^>]+?))? -->")
 _CODE_SPAN = re.compile(r"(`[^`]*`)")
 
@@ -40,10 +39,15 @@ def cell(text: str) -> str:
 
 
 def settings_table() -> str:
-    from crawlcycle.settings import describe
+    """One table per section, under a heading naming its TOML table."""
+    from crawlcycle.settings import SECTIONS, describe
 
-    rows = [f"| `{name}` | `{default!r}` | {cell(help_text)} |" for name, default, help_text in describe()]
-    return "\n".join(["| setting | default | meaning |", "|---|---|---|", *rows])
+    out = []
+    for name in SECTIONS:
+        rows = [f"| `{setting}` | `{default!r}` | {cell(help_text)} |"
+                for section, setting, default, help_text in describe() if section == name]
+        out += [f"### `[{name}]`", "", "| setting | default | meaning |", "|---|---|---|", *rows, ""]
+    return "\n".join(out)
 
 
 def subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
@@ -54,10 +58,11 @@ def subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpars
 
 
 def own_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    """The arguments of a subcommand but ``--help`` and the settings flags every subcommand shares."""
-    shared = {id(a) for g in parser._action_groups if (g.title or "").startswith(SETTINGS_GROUP)
-              for a in g._group_actions}
-    return [a for a in parser._actions if id(a) not in shared and not isinstance(a, argparse._HelpAction)]
+    """The arguments of a subcommand but ``--help``, ``--config`` and the settings flags."""
+    from crawlcycle.settings import SETTING_NAMES
+
+    return [a for a in parser._actions if a.dest not in (*SETTING_NAMES, "config")
+            and not isinstance(a, argparse._HelpAction)]
 
 
 def _spelling(action: argparse.Action) -> str:
@@ -78,6 +83,9 @@ def cli_commands() -> str:
     out = []
     for name, help_text, parser in subcommands(build_parser()):
         out += [f"## `crawlcycle {name}`", "", cell(help_text) + ".", ""]
+        sections = [g.title.split()[0] for g in parser._action_groups if (g.title or "").startswith("[")]
+        out += [("Settings flags of the sections " + ", ".join(f"`{s}`" for s in sections) if sections
+                 else "No settings flags") + " (`--help` lists them).", ""]
         options = own_options(parser)
         if options:
             out += ["| argument | meaning |", "|---|---|"]

@@ -31,8 +31,14 @@ def test_bad_arguments_fail_with_one_line(settings: Settings, tmp_path: Path) ->
     write_toml(settings, tmp_path / "s.toml")
     res = run_cli("fetch", "--urls", str(tmp_path / "missing.txt"), "--out", str(tmp_path), config=tmp_path / "s.toml")
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "missing.txt" in res.stderr
-    res = run_cli("report", "--min-delay", "fast", config=tmp_path / "s.toml")
+    res = run_cli("cycle", "--min-delay", "fast", config=tmp_path / "s.toml")
     assert (res.returncode, res.stderr.strip()) == (2, "crawlcycle: setting min_delay: expected float, got 'fast'")
+    # a flag of a section the command does not use, and a missing argument: one line each
+    res = run_cli("report", "--min-delay", "2", config=tmp_path / "s.toml")
+    assert (res.returncode, res.stderr) == (2, "crawlcycle report: unrecognized arguments: --min-delay 2 (the "
+                                               "options and settings it takes: crawlcycle report --help)\n")
+    res = run_cli("check", "fetch", config=tmp_path / "s.toml")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "--cycle" in res.stderr, res.stderr
 
 
 def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
@@ -76,7 +82,7 @@ def _run_in(folder: Path, *args: str, stdin: str | None = None,
 def test_the_command_reads_the_crawlcycle_toml_of_its_folder_or_above(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / "sub" / "deeper").mkdir(parents=True)
-    (project / "crawlcycle.toml").write_text('[crawlcycle]\nbatch_size = 7\ndb_path = "state/crawl.duckdb"\n')
+    (project / "crawlcycle.toml").write_text('[ordering]\nbatch_size = 7\n[storage]\ndb_path = "state/crawl.duckdb"\n')
     for folder in (project, project / "sub" / "deeper"):
         res = _run_in(folder, "settings")
         assert res.returncode == 0, res.stderr

@@ -95,8 +95,8 @@ def test_operational_defaults_come_from_settings(settings: Settings, airflow_db:
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
-    custom = replace(settings, writer_queue="writer-test", task_timeout=4321.0, fetch_retries=5, max_retry_delay=77.0,
-                     max_failed_runs=2, task_retries=2)
+    custom = replace(settings, writer_queue="writer-test", task_timeout=4321.0, fetch_task_retries=5,
+                     fetch_task_max_retry_delay=77.0, max_failed_runs=2, task_retries=2)
     write_toml(custom, tmp_path / "custom.toml")
     monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(tmp_path / "custom.toml"))
     dag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"}).dags["crawl_cycle"]

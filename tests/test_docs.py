@@ -16,7 +16,7 @@ import yaml
 
 from crawlcycle.cli import build_parser
 from crawlcycle.contracts.policies import REGISTRY
-from crawlcycle.settings import SETTING_NAMES, describe
+from crawlcycle.settings import SECTIONS, SETTING_NAMES, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -57,9 +57,13 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 def test_settings_table_lists_every_setting_with_its_default() -> None:
     assert "<!-- settings-table -->" in page("reference/settings.md")
     table = hooks.render("<!-- settings-table -->")
-    rows = dict(re.findall(r"^\| `(\w+)` \| `([^`]*)` \|", table, flags=re.MULTILINE))
-    assert rows == {name: repr(default) for name, default, _ in describe()}
-    assert len(table.splitlines()) == len(describe()) + 2, "a help text broke a table row"
+    # one table per section, under its TOML table's name, each holding exactly that section's settings
+    parts = re.split(r"^### `\[(\w+)\]`$", table, flags=re.MULTILINE)
+    assert parts[1::2] == list(SECTIONS)
+    for section, text in zip(parts[1::2], parts[2::2], strict=True):
+        rows = re.findall(r"^\| `(\w+)` \| `([^`]*)` \|", text, flags=re.MULTILINE)
+        assert rows == [(n, repr(d)) for s, n, d, _ in describe() if s == section], section
+        assert len(text.strip().splitlines()) == len(rows) + 2, f"a help text broke a row of [{section}]"
 
 
 def test_command_reference_lists_every_subcommand_with_its_own_options_only() -> None:

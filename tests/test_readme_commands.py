@@ -6,6 +6,7 @@ nor excluded fails the test."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -15,11 +16,13 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from crawlcycle.settings import SECTION_OF
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,11 +177,12 @@ def _project(tmp_path: Path, port: int) -> Path:
     root = tmp_path / "project"
     root.mkdir()
     (root / ".venv").symlink_to(VENV)
-    text = (ROOT / "crawlcycle.toml").read_text().replace("8089", str(port))
+    tables = tomllib.loads((ROOT / "crawlcycle.toml").read_text().replace("8089", str(port)))
     for name, value in SMALL.items():
-        text, found = re.subn(rf"^{name} = .*$", f"{name} = {value}", text, flags=re.MULTILINE)
-        text += "" if found else f"{name} = {value}\n"
-    (root / "crawlcycle.toml").write_text(text)
+        tables.setdefault(SECTION_OF[name], {})[name] = value
+    (root / "crawlcycle.toml").write_text("".join(
+        f"[{section}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in table.items())
+        for section, table in tables.items()))
     return root
 
 

@@ -1,16 +1,30 @@
+import subprocess
+import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from crawlcycle.cli import main
-from crawlcycle.settings import SettingsError, load_settings, with_overrides, write_toml
+from crawlcycle.cli import build_parser, main
+from crawlcycle.contracts.canonical import UrlRules
+from crawlcycle.settings import (
+    RENAMED,
+    SECTION_OF,
+    SECTIONS,
+    Settings,
+    SettingsError,
+    load_settings,
+    with_overrides,
+    write_toml,
+)
 
 UA = {"user_agent": "bot/1 (+http://example.org/bot)"}
 
 
 def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[crawlcycle]\nuser_agent = "bot/1 (+http://e.org)"\nmin_delay = 3\nbatch_size = 10\nshards = 5\n')
+    cfg.write_text('[fetch]\nuser_agent = "bot/1 (+http://e.org)"\n[politeness]\nmin_delay = 3\n'
+                   '[ordering]\nbatch_size = 10\n[orchestration]\nshards = 5\n')
     env = {"CRAWLCYCLE_MIN_DELAY": "2", "CRAWLCYCLE_BATCH_SIZE": "20"}
     s = load_settings(cfg, overrides={"batch_size": "30"}, environ=env)
     assert (s.shards, s.min_delay, s.batch_size) == (5, 2.0, 30)
@@ -20,14 +34,14 @@ def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
 def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     cfg = tmp_path / "sub" / "c.toml"
-    cfg.write_text('user_agent = "bot/1 (+http://e.org)"\ndb_path = "x/crawl.duckdb"\n')
+    cfg.write_text('[storage]\ndb_path = "x/crawl.duckdb"\n')
     assert load_settings(cfg, environ={}).db_path == str(tmp_path / "sub" / "x" / "crawl.duckdb")
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"min_delay": "abc"}, "setting min_delay: expected float, got 'abc'"),
     ({"batch_size": 0}, "setting batch_size: must be at least 1"),
-    ({"policy": "smartest"}, "setting policy: unknown policy 'smartest'"),
+    ({"policy": "smartest"}, "setting policy: choose one of "),
     ({"allow_networks": "10.0.0.0/33"}, "setting allow_networks: '10.0.0.0/33' is not a CIDR"),
     ({"connect_to": "a.test=localhost"}, "setting connect_to:"),
     ({"max_delay": 0.5, "min_delay": 1}, "setting max_delay: must be >= min_delay"),
@@ -71,3 +85,106 @@ def test_cli_flag_beats_environment(capsys: pytest.CaptureFixture, monkeypatch: 
     assert "min_delay = 4.0" in capsys.readouterr().out
     assert main(["settings", "--min-delay", "x"]) == 2
     assert capsys.readouterr().err.strip() == "crawlcycle: setting min_delay: expected float, got 'x'"
+
+
+def _just_outside(f) -> object | None:
+    """A value that breaks the bound field ``f`` declares, or None when it declares none."""
+    m = f.metadata
+    step = 1 if isinstance(f.default, int) else 0.5
+    if "low" in m:
+        return m["low"] - step
+    if "above" in m:
+        return m["above"]
+    return m["high"] + step if "high" in m else m["below"] if "below" in m else None
+
+
+@pytest.mark.parametrize("name", [f.name for f in fields(Settings) if _just_outside(f) is not None])
+def test_every_declared_bound_is_checked(name: str) -> None:
+    f = next(f for f in fields(Settings) if f.name == name)
+    with pytest.raises(SettingsError, match=f"^setting {name}: must .*, got "):
+        Settings(**{name: _just_outside(f)}).validate()
+    Settings(**{name: f.default}).validate()
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("extractor", "lynx", "choose one of trafilatura_text, trafilatura, resiliparse, got 'lynx'"),
+    ("rw_damping", 1.0, "must lie in (0, 1), got 1.0"),
+    ("match_share", 0.0, "must lie in (0, 1], got 0.0"),
+    ("gate_max_error_share", 1.5, "must lie in [0, 1], got 1.5"),
+    ("end_date", "2026-13-01", "expected a date YYYY-MM-DD, got '2026-13-01'"),
+    ("denied_domains", "a.org, b c", "'b c' is not a domain name"),
+    ("url_exclude", "(", "not a regular expression ("),
+    ("evidence_b", "url=0.5,anchor=2,context=0.75,title=0.75", "values must lie in [0, 1], got"),
+    ("bm25_weights", "title=3,anchor=2", "expected one number for each of title, text, anchor, url"),
+])
+def test_declared_choices_and_checks_name_the_reason(name: str, value: object, message: str) -> None:
+    with pytest.raises(SettingsError) as err:
+        Settings(**{name: value}).validate()
+    assert str(err.value).startswith(f"setting {name}: {message}"), str(err.value)
+
+
+def test_a_key_in_the_wrong_table_or_an_unknown_table_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[fetch]\nmin_delay = 2\n")
+    with pytest.raises(SettingsError, match=r"^setting min_delay: belongs in \[politeness\], not \[fetch\]"):
+        load_settings(cfg, environ={})
+    cfg.write_text("[fetching]\nmin_delay = 2\n")
+    with pytest.raises(SettingsError, match=r"unknown table \[fetching\]; the tables are storage, orchestration"):
+        load_settings(cfg, environ={})
+
+
+def _load_in_a_process(cfg: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    code = "from crawlcycle.settings import load_settings; s = load_settings(); print(s.url_attempts, s.min_delay)"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"CRAWLCYCLE_CONFIG": str(cfg), **env})
+
+
+def test_a_flat_file_and_former_names_are_read_with_one_note_naming_the_new_keys(tmp_path: Path) -> None:
+    cfg = tmp_path / "old.toml"
+    cfg.write_text("[crawlcycle]\nmin_delay = 2.5\nretry_limit = 5\nbatch_size = 9\n")
+    res = _load_in_a_process(cfg, {})
+    assert res.stdout.split() == ["5", "2.5"], res.stderr
+    (note,) = res.stderr.splitlines()
+    assert note == (f"crawlcycle: note: {cfg}: keys outside a section table are read until the next release; write "
+                    "them as [fetch] url_attempts; [politeness] min_delay; [ordering] batch_size; retry_limit is now "
+                    "[fetch] url_attempts")
+    sectioned = tmp_path / "new.toml"
+    sectioned.write_text("[fetch]\nurl_attempts = 4\n")
+    res = _load_in_a_process(sectioned, {"CRAWLCYCLE_RETRY_LIMIT": "6"})
+    assert res.stdout.split() == ["6", "1.0"]
+    assert res.stderr.splitlines() == ["crawlcycle: note: environment: CRAWLCYCLE_RETRY_LIMIT is now [fetch] "
+                                       "url_attempts"]
+    assert _load_in_a_process(sectioned, {}).stderr == ""
+
+
+def test_every_former_name_points_at_a_setting_and_is_documented() -> None:
+    page = (Path(__file__).parents[1] / "docs" / "reference" / "settings.md").read_text()
+    for old, new in RENAMED.items():
+        assert old not in SECTION_OF and new in SECTION_OF
+        assert f"| `{old}` | `[{SECTION_OF[new]}] {new}`" in page, old
+
+
+def test_the_parse_section_holds_every_url_rule() -> None:
+    assert {f.name for f in fields(UrlRules)} <= Settings().section("parse").keys()
+
+
+def _flags(command: str) -> set[str]:
+    (sub,) = [a for a in build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict)]
+    return {a.dest for a in sub.choices[command]._actions}
+
+
+def test_a_command_takes_the_settings_of_the_sections_it_uses_only() -> None:
+    sections = {command: {SECTION_OF[d] for d in _flags(command) if d in SECTION_OF}
+                for command in ("report", "canon", "init", "cycle", "settings", "airflow-env")}
+    assert sections == {"report": {"storage"}, "canon": {"parse"}, "init": {"storage", "scope", "parse"},
+                        "cycle": set(SECTIONS) - {"demo"}, "settings": set(SECTIONS), "airflow-env": set()}
+    assert {"min_delay", "demo_port"} & _flags("report") == set()
+
+
+def test_help_lists_the_settings_by_section(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["init", "--help"])
+    out = capsys.readouterr().out
+    heads = [line.split()[0] for line in out.splitlines() if line.startswith("[")]
+    assert heads == ["[storage]", "[scope]", "[parse]"]
+    assert "--seeds-file" in out.split("[scope]")[1].split("[parse]")[0] and "--min-delay" not in out

@@ -58,7 +58,7 @@ def test_transient_failures_back_off_then_mark_the_url_gone(settings: Settings, 
         server.route("down.test", "/", respond(503, b"busy"))
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("http://down.test/\n")
-        s = replace(settings, seeds_file=str(seeds), retry_limit=3,
+        s = replace(settings, seeds_file=str(seeds), url_attempts=3,
                     connect_to=f"down.test=127.0.0.1:{server.port},{settings.connect_to}")
         stages.init(s)
         states = []

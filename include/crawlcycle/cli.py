@@ -1,5 +1,5 @@
-"""The ``crawlcycle`` command. Every setting is also a flag (``--min-delay 2``), above the TOML file
-and the environment in precedence."""
+"""The ``crawlcycle`` command. Each command takes the settings it uses as flags (``--min-delay 2``), above the
+TOML file and the environment in precedence; its ``--help`` lists them by section."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import sys
 import time
 from datetime import date
 from pathlib import Path
+from typing import NoReturn
 
 from crawlcycle.quality.gate_suites import STAGES
 from crawlcycle.settings import (
     CONFIG_ENV,
+    SECTIONS,
     SETTING_NAMES,
     InputError,
     Settings,
@@ -26,18 +28,25 @@ from crawlcycle.settings import (
 CONFIG_NAME = "crawlcycle.toml"
 
 
-def _settings_parent(exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
-    """Every setting as a flag, but those in ``exclude`` (a command that gives the name its own meaning)."""
+def _settings_parent(sections: tuple[str, ...] = SECTIONS, exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """The flags of the settings a command uses, one group per section, but those in ``exclude`` (a command that
+    gives the name its own meaning)."""
     parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("settings (override the TOML file and CRAWLCYCLE_* variables)")
-    group.add_argument("--config", help=f"TOML settings file (default: ${CONFIG_ENV}, else the {CONFIG_NAME} "
-                                        "of this folder or the nearest folder above it)")
-    for name, default, help_text in describe():
-        if name in exclude:
-            continue
-        group.add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="V",
-                           help=f"{help_text} (default: {default!r})")
+    parent.add_argument("--config", help=f"TOML settings file (default: ${CONFIG_ENV}, else the {CONFIG_NAME} of this "
+                                         "folder or the nearest folder above it)")
+    groups = {s: parent.add_argument_group(f"[{s}] settings (override the TOML file and CRAWLCYCLE_* variables)")
+              for s in sections}
+    for section, name, default, help_text in describe():
+        if section in groups and name not in exclude:
+            groups[section].add_argument(f"--{name.replace('_', '-')}", dest=name, metavar="V",
+                                         help=f"{help_text} (default: {default!r})")
     return parent
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        """A usage error in one line, pointing at the command's help, instead of argparse's usage block."""
+        self.exit(2, f"{self.prog}: {message} (the options and settings it takes: {self.prog} --help)\n")
 
 
 def find_config(start: Path) -> Path | None:
@@ -209,8 +218,10 @@ def cmd_settings(args: argparse.Namespace) -> int:
     settings = _settings(args)
     print(f"# config: {config}" if config else f"# config: none ({CONFIG_NAME} not found here or above; "
           "defaults, environment and flags only)")
-    for name in SETTING_NAMES:
-        print(f"{name} = {getattr(settings, name)!r}")
+    for section in SECTIONS:
+        print(f"[{section}]")
+        for name, value in settings.section(section).items():
+            print(f"{name} = {value!r}")
     return 0
 
 
@@ -249,29 +260,33 @@ def cmd_airflow_env(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parent = _settings_parent()
-    parser = argparse.ArgumentParser(prog="crawlcycle", description=__doc__)
+    parser = _Parser(prog="crawlcycle", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    crawl = tuple(s for s in SECTIONS if s != "demo")
 
-    def add(name: str, fn, help_text: str, settings: argparse.ArgumentParser = parent) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[settings], help=help_text, description=help_text)
+    def add(name: str, fn, help_text: str, sections: tuple[str, ...] = SECTIONS,
+            exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[_settings_parent(sections, exclude)], help=help_text, description=help_text)
         p.set_defaults(fn=fn)
         return p
 
-    add("init", cmd_init, "create or migrate the DuckDB file and admit the seed URLs")
-    p = add("demo-web", cmd_demo_web, "generate the demo web (if missing) and serve it on loopback")
+    add("init", cmd_init, "create or migrate the DuckDB file and admit the seed URLs", ("storage", "scope", "parse"))
+    p = add("demo-web", cmd_demo_web, "generate the demo web (if missing) and serve it on loopback",
+            ("storage", "orchestration", "demo"))
     p.add_argument("--serve", action="store_true", help="serve it in the foreground after generating")
     p.add_argument("--regenerate", action="store_true", help="write it again even if it exists")
-    p = add("cycle", cmd_cycle, "run one whole crawl cycle in this process (no scheduler needed)")
+    p = add("cycle", cmd_cycle, "run one whole crawl cycle in this process (no scheduler needed)", crawl)
     p.add_argument("--date", help="data interval start, YYYY-MM-DD: selects the query-log partition (default today)")
-    add("report", cmd_report, "print the per-cycle summary")
-    p = add("check", cmd_check, "run one quality gate on a cycle's output; exit 1 when it fails")
+    add("report", cmd_report, "print the per-cycle summary", ("storage",))
+    p = add("check", cmd_check, "run one quality gate on a cycle's output; exit 1 when it fails",
+            ("storage", "parse", "quality"))
     p.add_argument("stage", choices=STAGES, help="the gate: the stage whose output it checks")
     p.add_argument("--cycle", type=int, required=True, help="cycle number (see `crawlcycle report`)")
-    p = add("fetch", cmd_fetch, "fetch a list of URLs under the crawl's politeness rules")
+    p = add("fetch", cmd_fetch, "fetch a list of URLs under the crawl's politeness rules",
+            ("fetch", "politeness", "parse"))
     p.add_argument("--urls", required=True, help="file of URLs, one per line")
     p.add_argument("--out", required=True, help="output folder for the WARC file and the fetch log (Parquet)")
-    add("canon", cmd_canon, "canonicalize URLs from stdin: one line each, the URL or '-<TAB>reason'")
+    add("canon", cmd_canon, "canonicalize URLs from stdin: one line each, the URL or '-<TAB>reason'", ("parse",))
     p = add("demo", cmd_demo, "fresh demo: demo web + Airflow, backfill N cycles, print the report")
     p.add_argument("--cycles", type=int, default=3, help="cycles to run (default 3)")
     p = add("celery-demo", cmd_celery_demo, "the demo under CeleryExecutor on this machine (PostgreSQL, Redis, two "
@@ -280,13 +295,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C or "
                           "SIGTERM, which stop both")
     p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
-    p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result")
+    p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result", ("storage",))
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
     add("settings", cmd_settings, "print every setting as resolved from file, environment and flags")
     # --snapshot takes several WARC files here, and --policy also 'all': not the settings of those names.
     p = add("simulate", cmd_simulate, "compare ordering policies offline: real cycles over a WARC snapshot",
-            settings=_settings_parent(exclude=("snapshot", "policy")))
+            exclude=("snapshot", "policy"))
     p.add_argument("--snapshot", dest="snapshots", nargs="+", required=True, metavar="WARC",
                    help="WARC files of the snapshot (the whole web of the run)")
     p.add_argument("--queries", required=True, help="query-log file (.tsv or .parquet), read by every cycle")
@@ -310,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "`crawlcycle cycle --date` does")
     p.add_argument("--queries", help="query-log file (.tsv or .parquet) for every cycle; needed with --snapshot")
     p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/fault-run)")
-    add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project")
+    add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project", ())
     return parser
 
 
@@ -320,7 +335,11 @@ EXTRAS = {"matplotlib": "lab", "bm25s": "lab", "Stemmer": "lab", "celery": "cele
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, so the line names the command whose --help to read
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     # SIGTERM (a service manager, `timeout`, `kill`) unwinds like Ctrl-C, so every process a command started (Airflow,
     # the demo web, PostgreSQL, Redis) is stopped on the way out; SIGINT is set too because a shell starts
     # background jobs with it ignored.

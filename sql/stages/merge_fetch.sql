@@ -70,13 +70,13 @@ FROM counted
 ORDER BY path_group;
 INSERT INTO sitemap_fetches
 SELECT $cycle, url, host, depth, status, kind, entries, admitted, reason FROM s_sitemaps;
--- URL states: transient failures retry after an exponential number of cycles, until retry_limit.
+-- URL states: transient failures retry after an exponential number of cycles, until url_attempts.
 UPDATE frontier f SET
     attempts = f.attempts + CASE WHEN l.outcome = 'retry_pending' THEN 1 ELSE 0 END,
-    status = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 >= $retry_limit THEN 'gone'
+    status = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 >= $url_attempts THEN 'gone'
                   ELSE l.outcome END,
     status_cycle = $cycle,
-    retry_after_cycle = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 < $retry_limit
+    retry_after_cycle = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 < $url_attempts
                                   THEN $cycle + CAST(pow(2, f.attempts) AS INTEGER)
                              WHEN l.outcome = 'deferred' THEN $cycle + 1 END
 FROM s_fetch_log l

@@ -22,7 +22,7 @@ GATE_TASKS = {t.name: t.gates for t in STAGE_ORDER if t.kind == GATE}
 # Settings a task overrides: shards already run in parallel as mapped tasks, and a process pool inside a parse task
 # would re-import the `airflow` entry point in each worker.
 TASK_OVERRIDES = {"parse": {"parse_workers": 1}}
-# Each retry of a fetch shard waits this many times longer than the one before (up to max_retry_delay).
+# Each retry of a fetch shard waits this many times longer than the one before (up to fetch_task_max_retry_delay).
 FETCH_BACKOFF = 2.0
 
 log = logging.getLogger("crawlcycle")
@@ -44,7 +44,7 @@ def default_args(settings: Settings) -> dict[str, Any]:
     """Arguments of every task: retries, a time limit, and a one-line log of why a task failed."""
     return {
         "retries": settings.task_retries,
-        "retry_delay": timedelta(seconds=settings.retry_delay),
+        "retry_delay": timedelta(seconds=settings.task_retry_delay),
         "execution_timeout": timedelta(seconds=settings.task_timeout),
         "on_failure_callback": log_failure,
     }
@@ -64,8 +64,8 @@ def task_args(settings: Settings, t: Task) -> dict[str, Any]:
     """The Airflow arguments of task ``t`` beyond ``default_args``."""
     if t.kind == SHARD:
         # fetch shards meet flaky hosts and networks: more retries, each after a longer wait
-        return {"retries": settings.fetch_retries, "retry_exponential_backoff": FETCH_BACKOFF,
-                "max_retry_delay": timedelta(seconds=settings.max_retry_delay)} if t.name == "fetch" else {}
+        return {"retries": settings.fetch_task_retries, "retry_exponential_backoff": FETCH_BACKOFF,
+                "max_retry_delay": timedelta(seconds=settings.fetch_task_max_retry_delay)} if t.name == "fetch" else {}
     # A task that opens the DuckDB file runs alone, on one machine (the one-slot pool holds it under LocalExecutor,
     # which ignores queues; the writer queue's single worker holds it under Celery), and runs after shard tasks
     # that were skipped (a cycle without shards maps them over nothing).

@@ -17,17 +17,16 @@ import sqlite3
 import threading
 import time
 import zlib
-from dataclasses import fields
 from functools import cache
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
 
-from crawlcycle.contracts.canonical import UrlRules
-from crawlcycle.settings import Settings
+from crawlcycle.settings import SECTION_FIELDS, Settings
 
-# Settings whose values change what a response parses into (canonicalization and link filters included).
-PARSE_SETTINGS = (*(f.name for f in fields(UrlRules)), "max_outlinks_per_page", "robots_token", "extractor")
+# Settings whose values change what a response parses into: the parse section, and the token whose robots meta
+# tags a page obeys.
+PARSE_SETTINGS = (*(f.name for f in SECTION_FIELDS["parse"]), "robots_token")
 _CODE = ("crawlcycle.parse.records", "crawlcycle.contracts.canonical", "crawlcycle.parse.simhash")
 _LIBRARIES = ("trafilatura", "lxml", "htmldate", "justext", "resiliparse")
 

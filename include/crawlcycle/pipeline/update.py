@@ -76,7 +76,7 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                           "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
                           "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
             if counts["fetch_rows"]:
-                run_sql(con, "stages/merge_fetch", cycle=cycle, retry_limit=settings.retry_limit,
+                run_sql(con, "stages/merge_fetch", cycle=cycle, url_attempts=settings.url_attempts,
                         origin_retry_cycles=settings.origin_retry_cycles, origin_park_after=settings.origin_park_after,
                         origin_park_cycles=settings.origin_park_cycles, path_refusals=settings.path_refusals)
                 fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
