@@ -24,9 +24,9 @@ celery-demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
 
-# Everything but the tests that start Airflow, system services or a browser: a few minutes on two cores.
+# Everything but the tests that start Airflow, system services or a browser, one worker per core (pytest-xdist).
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not airflow and not services and not browser and not faults"
+	$(BIN)/python -m pytest -q -n auto -m "not airflow and not services and not browser and not faults"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check include dags plugins tests bench sql docs

@@ -110,3 +110,29 @@ def test_paths_the_docs_name_exist() -> None:
             if not any((base / name).exists() for base in bases):
                 missing.append(f"{doc}: {name}")
     assert not missing, missing
+
+
+# Policies are run by the registry, not by a module named like their folder.
+SQL_RUNNERS = {"ordering/policies": "ordering/registry.py", "migrations": "db.py", "views": "db.py"}
+
+
+def test_sql_folders_mirror_the_modules_that_run_them() -> None:
+    """sql/<package>/<module>/<name>.sql is run by crawlcycle/<package>/<module>.py, which names the file or its
+    folder (f"quality/gates/{stage}/{name}"); sql/<package>/<name>.sql is shared by modules of the package."""
+    sql = ROOT / "sql"
+    files = sorted(sql.rglob("*.sql"))
+    assert len(files) > 100
+    for path in files:
+        rel = path.relative_to(sql)
+        stem, folder = rel.with_suffix("").as_posix(), rel.parent.as_posix()
+        runner = next((PACKAGE / r for f, r in SQL_RUNNERS.items() if folder == f or folder.startswith(f + "/")),
+                      None)
+        if runner is None and len(rel.parts) == 2:
+            assert (PACKAGE / folder).is_dir(), f"sql/{rel}: no package crawlcycle.{folder}"
+            continue
+        runner = runner or PACKAGE / rel.parts[0] / f"{rel.parts[1]}.py"
+        assert runner.is_file(), f"sql/{rel}: no module {runner.relative_to(PACKAGE)} runs it"
+        text = runner.read_text()
+        prefixes = ["/".join(rel.parts[:n]) for n in range(1, len(rel.parts))]
+        assert f'"{stem}"' in text or any(f'"{p}/' in text for p in prefixes), \
+            f"sql/{rel}: {runner.relative_to(PACKAGE)} does not name it"

@@ -92,7 +92,7 @@ def test_policy_table_lists_every_registered_policy() -> None:
 
 def test_include_takes_the_section_under_one_heading() -> None:
     text = hooks.render("<!-- include ARCHITECTURE.md#Add an ordering policy -->")
-    assert "`sql/policies/<name>.sql`" in text
+    assert "`sql/ordering/policies/<name>.sql`" in text
     assert "Add a migration" not in text and "Add an ordering policy" not in text
     assert hooks.render("<!-- include ARCHITECTURE.md -->") == (ROOT / "ARCHITECTURE.md").read_text()
 

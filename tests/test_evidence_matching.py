@@ -136,7 +136,7 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
         queries = score_model.stage_queries(con.sql("SELECT query FROM needy_queries WHERE cycle = ?",
                                                     params=[cycle]).pl()["query"].to_list())
         registry.stage_eligible(con, settings, cycle)
-        run_sql(con, "impact/frontier_scope")
+        run_sql(con, "ordering/frontier_scope")
         stored = evidence_index.stored_candidates(con, cycle, queries)
         assert stored is not None and stored.height > queries.height
         assert stored.equals(evidence_index.candidates(con, settings, cycle, queries.select("qid", "query")))

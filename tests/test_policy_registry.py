@@ -21,7 +21,7 @@ BASE = {"user_agent": USER_AGENT}
 
 
 def test_every_policy_has_one_sql_statement_and_every_policy_sql_file_an_entry() -> None:
-    assert sorted(p.stem for p in (SQL_DIR / "policies").glob("*.sql")) == sorted(NAMES)
+    assert sorted(p.stem for p in (SQL_DIR / "ordering" / "policies").glob("*.sql")) == sorted(NAMES)
     assert len(set(NAMES)) == len(NAMES)
     for entry in REGISTRY:
         assert len(statements(entry.sql)) == 1, entry.name

@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 import pytest
 
-from crawlcycle.db import SQL_DIR, inputs, query, run_sql
+from crawlcycle.db import SQL_DIR, inputs, query, run_sql, staged
 
 
 def read_inputs(text: str) -> list[str]:
@@ -35,9 +35,22 @@ def test_every_sql_file_declares_the_staged_inputs_it_reads() -> None:
 def test_a_file_run_without_an_input_names_it() -> None:
     con = duckdb.connect()
     con.execute("CREATE TABLE frontier (url VARCHAR, status VARCHAR, status_cycle INTEGER)")
-    with pytest.raises(RuntimeError, match=r"^sql/stages/disallow_blocked\.sql: inputs not staged: s_blocked$"):
-        run_sql(con, "stages/disallow_blocked", cycle=1)
+    with pytest.raises(RuntimeError,
+                       match=r"^sql/pipeline/materialize/disallow_blocked\.sql: inputs not staged: s_blocked$"):
+        run_sql(con, "pipeline/materialize/disallow_blocked", cycle=1)
     con.register("s_blocked", pl.DataFrame({"url": ["http://a.test/"]}))
-    run_sql(con, "stages/disallow_blocked", cycle=1)  # staged: it runs
+    run_sql(con, "pipeline/materialize/disallow_blocked", cycle=1)  # staged: it runs
     with pytest.raises(RuntimeError, match="inputs not staged: s_shown"):
-        query(con, "impact/observed_impact", cycle=1)
+        query(con, "models/prestige/observed_impact", cycle=1)
+
+
+def test_a_staged_frame_lives_for_its_block_and_a_failure_inside_keeps_its_own_error() -> None:
+    con = duckdb.connect()
+    with staged(con, s_rows=pl.DataFrame({"n": [1, 2]})):
+        assert con.execute("SELECT sum(n) FROM s_rows").fetchall() == [(3,)]
+    with pytest.raises(duckdb.CatalogException, match="s_rows"):
+        con.execute("SELECT * FROM s_rows")
+    # inside a transaction a failed statement aborts it; the unregister must not hide why
+    con.execute("BEGIN")
+    with pytest.raises(duckdb.ConversionException), staged(con, s_rows=pl.DataFrame({"n": [1]})):
+        con.execute("SELECT 'x'::INTEGER FROM s_rows")

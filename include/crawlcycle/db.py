@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -132,6 +132,25 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None)
     a half-read one blocks the connection)."""
     rows = con.execute(sql, params).fetchall()
     return rows[0][0] if rows else None
+
+
+@contextmanager
+def staged(con: duckdb.DuckDBPyConnection, **frames: Any) -> Iterator[None]:
+    """Each frame registered under its name (``s_*``) while the block runs, for the SQL files that declare it on
+    their ``-- inputs:`` line (``run_sql``, ``query`` and ``fetch_rows`` check that they are there)."""
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        yield
+    except BaseException:
+        # A failed statement aborts the open transaction, which then refuses to unregister: the first error is the
+        # one to report (disk full, a damaged file), and the connection's frames go when it closes.
+        for name in frames:
+            with suppress(duckdb.Error):
+                con.unregister(name)
+        raise
+    for name in frames:
+        con.unregister(name)
 
 
 def run_sql(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from crawlcycle.airflow.environment import DAG_ID, ROOT, airflow_env
 from crawlcycle.airflow.support import GATE_TASKS
-from crawlcycle.db import SQL_DIR
+from crawlcycle.db import statements
 
 CONN_ENV = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 
@@ -71,8 +71,8 @@ def task_rows(url: str, run_ids: list[str]) -> list[dict[str, Any]]:
         if not path.is_file():  # SQLite would create it: a report leaves nothing behind
             raise MetadataUnavailable(f"no Airflow metadata database at {path}")
         parsed = sa.make_url(f"sqlite:///file:{path}?mode=ro&uri=true")
-    query = sa.text((SQL_DIR / "airflow" / "task_instances.sql").read_text()).bindparams(
-        sa.bindparam("run_ids", expanding=True))
+    (sql,) = statements("airflow/task_overhead/task_instances")  # Airflow's database: SQLAlchemy runs it, not DuckDB
+    query = sa.text(sql).bindparams(sa.bindparam("run_ids", expanding=True))
     engine = sa.create_engine(parsed)
     try:
         with engine.connect() as con:

@@ -19,8 +19,8 @@ class Policy:
 
     @property
     def sql(self) -> str:
-        """The policy's SQL file, as ``db.statements`` names it: ``sql/policies/<name>.sql``."""
-        return f"policies/{self.name}"
+        """The policy's SQL file, as ``db.statements`` names it: ``sql/ordering/policies/<name>.sql``."""
+        return f"ordering/policies/{self.name}"
 
 
 REGISTRY = (

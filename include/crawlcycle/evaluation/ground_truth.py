@@ -26,15 +26,13 @@ from urllib.parse import urljoin, urlsplit
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import host_of
-from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql
+from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql, staged
 from crawlcycle.devtools.warc_server import host_key
 from crawlcycle.evaluation import judge
 from crawlcycle.models import refit
 from crawlcycle.parse import parse_cache
 from crawlcycle.parse.records import parse_warcs
-from crawlcycle.pipeline import update
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import read_partition, write_partitions
 from crawlcycle.settings import Settings, with_overrides
@@ -45,9 +43,10 @@ HOT_SHARE = 0.10
 JUDGES = ("reference", judge.JUDGE)  # our reference ranker, and an independent BM25 with stemming
 # What the ground truth depends on besides its inputs, the parse fingerprint and the ranker settings.
 _TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ranker.py", "ranking/query_log.py",
-               "models/refit.py", "models/graph.py", "pipeline/update.py")
-_TRUTH_SQL = ("ranker/*.sql", "stages/merge_parse.sql", "stages/link_graph.sql", "stages/link_ids.sql",
-              "stages/truth_impact.sql", "models/link_measures.sql", "migrations/*.sql", "views/*.sql")
+               "models/refit.py", "models/graph.py")
+_TRUTH_SQL = ("ranking/ranker/*.sql", "pipeline/update/discovered_urls.sql", "pipeline/update/merge_parse.sql",
+              "models/graph/*.sql", "evaluation/ground_truth/*.sql", "models/refit/link_measures.sql",
+              "migrations/*.sql", "views/*.sql")
 _RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth",
                     "max_urls_per_host")
 
@@ -125,23 +124,25 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
     pages = (pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
              .with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String)))
     links = pl.read_parquet(parsed.links_path).unique(["src", "dst", "anchor"], keep="first", maintain_order=True)
-    no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String})
-    with connect(settings) as con:
+    # one parse of the snapshot, no fetch: no redirects, no sitemaps
+    no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String,
+                                      "file_index": pl.Int64, "row_index": pl.Int64})
+    no_sitemaps = pl.DataFrame(schema={"sitemap": pl.String, "url": pl.String, "reason": pl.String,
+                                       "file_index": pl.Int64, "row_index": pl.Int64})
+    rejects = pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason")
+    with connect(settings) as con, staged(con, s_pages=pages, s_links=links, s_rejects=rejects, s_fetch_log=no_fetches,
+                                          s_found_links=links.with_row_index("seq"), s_redirects=no_fetches,
+                                          s_sitemap_urls=no_sitemaps, s_workload=workload):
         migrate(con)
-        con.register("s_pages", pages)
-        con.register("s_links", links)
-        no_sitemaps = pl.from_arrow(shard_files.schema(shard_files.SITEMAP_URLS).empty_table())
-        con.register("s_new", update.discovered_urls(no_fetches, links, no_sitemaps))
-        con.register("s_rejects", pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason"))
-        con.register("s_fetch_log", no_fetches)
+        con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
+        run_sql(con, "pipeline/update/discovered_urls")
         # every page of the snapshot is judged, whatever scope the crawls are given
-        run_sql(con, "stages/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host,
+        run_sql(con, "pipeline/update/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host,
                 scope=Settings().scope_rules())
         refit.refit_link_graph(con, 1)
         ranker.index_pages(con, 1)
         ranker.rank_queries(con, settings, 1, workload["query"].to_list())
-        con.register("s_workload", workload)
-        truth = query(con, "stages/truth_impact", cycle=1)
+        truth = query(con, "evaluation/ground_truth/truth_impact", cycle=1)
         hosts = set(con.sql("SELECT DISTINCT host FROM frontier").pl()["host"])
     second = judge.judge_impact(judge.visible_pages(snapshots, settings), workload, settings.top_k)
     truth = truth.join(second.rename({"impact": Truth.column(judge.JUDGE)}), on="url", how="left").fill_null(0.0)

@@ -73,7 +73,7 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
     """Every URL the fetcher tried, once, in fetch order: url, cycle, rank and the 2xx page it ended on (null for a
     404 or a failure). Deferred and robots-disallowed URLs were not tried."""
     with connect(settings, read_only=True) as con:
-        return query(con, "simulator/fetch_order")
+        return query(con, "evaluation/simulator/fetch_order")
 
 
 def cycle_rows(settings: Settings, names: list[str]) -> list[dict]:

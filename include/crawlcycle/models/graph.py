@@ -51,7 +51,7 @@ def power_iteration(step: Callable[[np.ndarray], np.ndarray], n: int, damping: f
 def known_graph(con: duckdb.DuckDBPyConnection) -> tuple[int, np.ndarray, np.ndarray]:
     """Number the known URLs (temp table ``r_ids``: url, id; the caller drops it); return (n, src, dst) of the
     distinct links between them, as integer ids: a fraction of the memory of URL strings."""
-    run_sql(con, "stages/link_ids")
-    (edges_sql,) = statements("stages/link_graph")
+    run_sql(con, "models/graph/link_ids")
+    (edges_sql,) = statements("models/graph/link_graph")
     edges = con.sql(edges_sql).fetchnumpy()
     return scalar(con, "SELECT count(*) FROM r_ids"), edges["src"].astype(np.int64), edges["dst"].astype(np.int64)

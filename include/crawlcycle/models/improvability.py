@@ -34,14 +34,14 @@ class ImprovabilityFit:
 
 def measure(con: duckdb.DuckDBPyConnection, cycle: int) -> int:
     """Record this cycle's improvement per ranked query; return how many queries were measured."""
-    run_sql(con, "stages/measure_improvement", cycle=cycle)
+    run_sql(con, "models/improvability/measure_improvement", cycle=cycle)
     return con.execute("SELECT count(*) FROM query_improvement WHERE cycle = ?", [cycle]).fetchall()[0][0]
 
 
 def fit(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     """Fit the curve on all history up to ``cycle`` and record it in model_runs; metrics say why not when
     there is too little history."""
-    hist = query(con, "models/improvement_history", cycle=cycle)
+    hist = query(con, "models/improvability/improvement_history", cycle=cycle)
     metrics: dict = {"rows": hist.height}
     if hist.height:
         bucket = hist.select(pl.col("x").bin_quantiles(BUCKETS, labels=False)).to_series().to_numpy()

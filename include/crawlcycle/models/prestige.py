@@ -2,7 +2,7 @@
 
 Each refit fits a quadratic regression (degree-2 polynomial, scikit-learn) from scaled PageRank (PageRank x
 known URLs, so 1 is an average page) and in-links to the impact observed on crawled pages
-(``sql/impact/observed_impact.sql``): times shown in the top K (or clicks, setting ``impact_signal``) when the
+(``sql/models/prestige/observed_impact.sql``): times shown in the top K (or clicks, setting ``impact_signal``) when the
 cycle's query-log partition has impressions, else the summed frequency of the queries whose reference top K
 holds the page. Its coefficients and R² go to ``model_runs``. The hybrid policy evaluates the polynomial on
 every frontier URL, floored at 0. Until a fit exists the prestige-based impact is the scaled PageRank itself.
@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import query, scalar
+from crawlcycle.db import query, scalar, staged
 from crawlcycle.models.refit import latest_metrics, record_model
 from crawlcycle.ranking.query_log import page_impressions
 from crawlcycle.settings import Settings
@@ -30,11 +30,9 @@ def observed_impact(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: i
     (views, clicks or ranker)."""
     partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
     shown = page_impressions(con, partition, settings.top_k)
-    con.register("s_shown", shown.select("url", impact=settings.impact_signal))
-    try:
-        pages = query(con, "impact/observed_impact", cycle=cycle, partition=partition, from_log=shown.height > 0)
-    finally:
-        con.unregister("s_shown")
+    with staged(con, s_shown=shown.select("url", impact=settings.impact_signal)):
+        pages = query(con, "models/prestige/observed_impact", cycle=cycle, partition=partition,
+                      from_log=shown.height > 0)
     return pages, settings.impact_signal if shown.height else "ranker"
 
 

@@ -8,7 +8,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import fetch_rows, run_sql, scalar, transaction
+from crawlcycle.db import fetch_rows, run_sql, scalar, staged, transaction
 from crawlcycle.models.graph import known_graph, pagerank
 
 
@@ -25,7 +25,7 @@ def record_model(con: duckdb.DuckDBPyConnection, cycle: int, model: str, feature
 def latest_metrics(con: duckdb.DuckDBPyConnection, model: str, cycle: int, key: str) -> dict | None:
     """Metrics of the newest fit of ``model`` up to ``cycle`` that holds ``key`` (fits without it had too little
     data), or None."""
-    rows = fetch_rows(con, "models/latest_metrics", model=model, cycle=cycle, path=f"$.{key}")
+    rows = fetch_rows(con, "models/refit/latest_metrics", model=model, cycle=cycle, path=f"$.{key}")
     return json.loads(rows[0][0]) if rows else None
 
 
@@ -34,10 +34,9 @@ def refit_link_graph(con: duckdb.DuckDBPyConnection, cycle: int) -> dict:
     with transaction(con):
         n, src, dst = known_graph(con)
         fit = pagerank(src, dst, n)
-        con.register("s_measures", pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
-                                                 "pagerank": fit.scores}))
-        run_sql(con, "models/link_measures")
-        con.unregister("s_measures")
+        with staged(con, s_measures=pl.DataFrame({"id": np.arange(n), "in_links": np.bincount(dst, minlength=n),
+                                                  "pagerank": fit.scores})):
+            run_sql(con, "models/refit/link_measures")
         con.execute("DROP TABLE r_ids")
     metrics = {"nodes": n, "edges": len(src), "iterations": fit.iterations, "residual": fit.residual}
     record_model(con, cycle, "pagerank", ["links"], metrics)

@@ -1,12 +1,12 @@
 """S'(p, q): the reference ranker's score predicted from what is known before a page is fetched.
 
-Features of a (query, page) pair (``sql/impact/pair_features.sql``), ``FEATURES`` (Pandey & Olston's kind): the
-shares of the query's n-grams found among the page's URL and anchor n-grams (all, URL only, anchors only), the
-query's term count, ln(1 + in-links), ln(1 + PageRank x known URLs), and two host figures: ln(1 + crawled pages of
-the host) and the share of them that some query of the cycle shows in its top K. With ``match_mode = 'evidence'``
-also ``EVIDENCE_FEATURES``: the page's BM25F score over its evidence (``evidence_index``), the share of the
-query's terms in that evidence, whether one of the query's results links to it, and its inherited relevance: max
-and mean S of the crawled pages linking to it, and ln(1 + their number).
+Features of a (query, page) pair (``sql/models/score_model/pair_features.sql``), ``FEATURES`` (Pandey & Olston's
+kind): the shares of the query's n-grams found among the page's URL and anchor n-grams (all, URL only, anchors
+only), the query's term count, ln(1 + in-links), ln(1 + PageRank x known URLs), and two host figures: ln(1 +
+crawled pages of the host) and the share of them that some query of the cycle shows in its top K. With ``match_mode
+= 'evidence'`` also ``EVIDENCE_FEATURES``: the page's BM25F score over its evidence (``evidence_index``), the share
+of the query's terms in that evidence, whether one of the query's results links to it, and its inherited relevance:
+max and mean S of the crawled pages linking to it, and ln(1 + their number).
 
 Each refit trains gradient-boosted trees (scikit-learn ``HistGradientBoostingRegressor``) on crawled pages,
 where S is known, for up to ``s_prime_queries`` queries of the cycle's partition. Training pairs are found the
@@ -38,7 +38,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import fetch_rows, query, run_sql
+from crawlcycle.db import fetch_rows, query, run_sql, staged
 from crawlcycle.models.refit import record_model
 from crawlcycle.ranking import evidence_index, ngram_index, ranker, semantic_match
 from crawlcycle.settings import Settings
@@ -77,19 +77,16 @@ def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
         pairs = evidence_candidates(con, settings, cycle, queries, found)
     else:
         pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share, **limits)
-    bars = query(con, "impact/query_bars", cycle=cycle, top_k=settings.top_k)
+    bars = query(con, "models/score_model/query_bars", cycle=cycle, top_k=settings.top_k)
     pairs = (pairs.join(queries.select("qid", "query_terms", "query"), on="qid")
              .join(bars, on="query", how="left").drop("query")
              .with_columns(pl.col("bar", "result_share").fill_null(0.0))
              .with_columns(log_bar=pl.col("bar").log1p()))
     if settings.match_mode == "evidence" and settings.semantic_match:
         pairs = pairs.with_columns(semantic_match.scores(con, pairs, queries))
-    run_sql(con, "impact/host_stats", cycle=cycle)
-    con.register("s_pairs", pairs)
-    try:
-        return query(con, "impact/pair_features")
-    finally:
-        con.unregister("s_pairs")
+    run_sql(con, "models/score_model/host_stats", cycle=cycle)
+    with staged(con, s_pairs=pairs):
+        return query(con, "models/score_model/pair_features")
 
 
 def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
@@ -98,13 +95,9 @@ def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycl
     inherited relevance."""
     if found is None:
         found = evidence_index.candidates(con, settings, cycle, queries.select("qid", "query"))
-    con.register("s_candidates", found.select("qid", "seq"))
-    con.register("s_query_grams", ngram_index.ngrams(queries, "qid", "query", settings.ngram_max))
-    try:
-        shares = query(con, "impact/ngram_shares")
-    finally:
-        con.unregister("s_candidates")
-        con.unregister("s_query_grams")
+    with staged(con, s_candidates=found.select("qid", "seq"),
+                s_query_grams=ngram_index.ngrams(queries, "qid", "query", settings.ngram_max)):
+        shares = query(con, "ranking/ngram_index/ngram_shares")
     inherited = ranker.inherited_scores(con, settings, queries["query"].to_list(), found.select("qid", "seq"))
     return (found.join(shares, on=["qid", "seq"])
             .join(inherited, on=["qid", "seq"], how="left")
@@ -116,9 +109,10 @@ def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycl
 
 def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     """Train S' on cycle ``cycle``'s crawled pages and record it; metrics say why when there is no model."""
-    partition = query(con, "impact/training_queries", cycle=cycle, queries=settings.s_prime_queries)["query"].to_list()
+    partition = query(con, "models/score_model/training_queries", cycle=cycle,
+                      queries=settings.s_prime_queries)["query"].to_list()
     queries = stage_queries(partition)
-    run_sql(con, "impact/training_scope")
+    run_sql(con, "models/score_model/training_scope")
     # n-gram mode: any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams
     # on very many URLs propose none (the sample would cost a scan of much of the crawl per query).
     pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
@@ -212,7 +206,7 @@ def _errors(truth: np.ndarray, guess: np.ndarray) -> dict[str, float]:
 def _saved(con: duckdb.DuckDBPyConnection, name: str, cycle: int, features: pl.DataFrame) -> tuple | None:
     """The newest saved fit of model ``name`` up to ``cycle`` and its feature names, or None without one (or one
     trained on features ``features`` lacks: the other match_mode)."""
-    rows = fetch_rows(con, "models/latest_saved", model=name, cycle=cycle)
+    rows = fetch_rows(con, "models/score_model/latest_saved", model=name, cycle=cycle)
     if not rows or not features.height or not set(rows[0][2]) <= set(features.columns):
         return None
     path = Path(rows[0][1])

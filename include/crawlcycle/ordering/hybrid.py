@@ -4,7 +4,7 @@ For each needy query: the frontier pages eligible for the next batch that match 
 candidates, ``evidence_index``, or the pages holding rho = ``match_share`` of its n-grams, ``ngram_index.match``)
 get their S' and the odds that, once fetched, they enter the query's top K (``score_model``: table
 ``top_k_odds``). A frontier page's query-based impact is the sum over the needy queries it matches of the query's
-frequency times those odds (temp table ``s_impact``, read by ``sql/policies/hybrid.sql``). Until the odds model
+frequency times those odds (temp table ``s_impact``, read by ``sql/ordering/policies/hybrid.sql``). Until the odds model
 has been fitted, and with ``impact_odds = 'sketch'``, the odds are Pandey & Olston's 0/1 membership of the query's
 sketch: the top K of its crawled results by S and its matched frontier pages by S' (table ``sketches``, written
 either way).
@@ -15,7 +15,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import query, run_sql, staged
 from crawlcycle.models import prestige, score_model
 from crawlcycle.ranking import evidence_index
 from crawlcycle.settings import Settings
@@ -28,7 +28,7 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     in the sketches."""
     needy = con.sql("SELECT query FROM needy_queries WHERE cycle = ?", params=[cycle]).pl()["query"].to_list()
     queries = score_model.stage_queries(needy)
-    run_sql(con, "impact/frontier_scope")
+    run_sql(con, "ordering/frontier_scope")
     # select_needy matched these queries over the same scope already: its stored candidates save a second pass
     stored = evidence_index.stored_candidates(con, cycle, queries) if settings.match_mode == "evidence" else None
     matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share, found=stored)
@@ -36,25 +36,21 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     frontier = (matched.with_columns(score_model.predict(con, cycle, matched).alias("score"),
                                      (odds if odds is not None else pl.lit(None, pl.Float64)).alias("p_top_k"))
                 .join(queries.select("qid", "query"), on="qid"))
-    crawled = query(con, "ordering/needy_results", cycle=cycle)
-    con.register("s_candidates", pl.concat([crawled, frontier.select("query", "url", "score", crawled=pl.lit(False))],
-                                           how="vertical_relaxed"))
-    con.register("s_odds", frontier.select("query", "url", "bar", "p_top_k", s_prime="score"))
-    try:
-        run_sql(con, "impact/write_sketches", cycle=cycle, top_k=settings.top_k)
-    finally:
-        con.unregister("s_candidates")
-        con.unregister("s_odds")
+    crawled = query(con, "ordering/hybrid/needy_results", cycle=cycle)
+    with staged(con, s_candidates=pl.concat([crawled, frontier.select("query", "url", "score", crawled=pl.lit(False))],
+                                            how="vertical_relaxed"),
+                s_odds=frontier.select("query", "url", "bar", "p_top_k", s_prime="score")):
+        run_sql(con, "ordering/hybrid/write_sketches", cycle=cycle, top_k=settings.top_k)
     return con.execute("SELECT count(DISTINCT url) FROM sketches WHERE cycle = ? AND NOT crawled",
                        [cycle]).fetchall()[0][0]
 
 
 def stage_hybrid(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, object]:
-    """Write the sketches and odds, stage ``s_impact`` and ``s_discovery`` for ``sql/policies/hybrid.sql``; return that
-    SQL's parameters."""
+    """Write the sketches and odds, stage ``s_impact`` and ``s_discovery`` for ``sql/ordering/policies/hybrid.sql``;
+    return that SQL's parameters."""
     write_sketches(con, settings, cycle)
-    run_sql(con, "impact/query_impact", cycle=cycle)
-    run_sql(con, "impact/discovery_value", cycle=cycle, shrink=DISCOVERY_SHRINK)
+    run_sql(con, "ordering/hybrid/query_impact", cycle=cycle)
+    run_sql(con, "ordering/hybrid/discovery_value", cycle=cycle, shrink=DISCOVERY_SHRINK)
     return {"query_weight": settings.hybrid_query_weight, "prestige_weight": settings.hybrid_prestige_weight,
             "discovery_weight": settings.hybrid_discovery_weight, "normalization": settings.hybrid_normalization,
             **prestige.coefficients(con, cycle)}

@@ -15,7 +15,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import run_sql
+from crawlcycle.db import run_sql, staged
 from crawlcycle.models.prestige import observed_impact
 from crawlcycle.models.refit import record_model
 from crawlcycle.ordering import query_overlap, random_walk
@@ -30,7 +30,7 @@ TIE_BREAK = 1e-6  # weight of the q_hybrid score (in [0, 1]) added to the scaled
 
 def features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
     """FEATURES (and url) of every page of the learning scope: eligible frontier and crawled pages."""
-    run_sql(con, "impact/learning_scope")
+    run_sql(con, "ordering/ml/learning_scope")
     pages = query_overlap.scored_pages(con, settings, cycle)
     for name, enrich in (("rw", False), ("rw_eg", True)):
         random_walk.stage_walk(con, settings, cycle, enrich)
@@ -66,7 +66,7 @@ def fit_predict(settings: Settings, pages: pl.DataFrame, crawled: pl.DataFrame) 
 
 
 def stage_ml(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, object]:
-    """Fit, record and stage ``s_learned`` (url, priority, parts) for ``sql/policies/ml.sql``."""
+    """Fit, record and stage ``s_learned`` (url, priority, parts) for ``sql/ordering/policies/ml.sql``."""
     pages = features(con, settings, cycle)
     crawled, source = observed_impact(con, settings, cycle)
     predicted, metrics = fit_predict(settings, pages, crawled)
@@ -75,10 +75,7 @@ def stage_ml(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> 
     scored = pages.with_columns(predicted=predicted).with_columns(
         priority=(pl.col("predicted") / top + TIE_BREAK * pl.col("q_hybrid")).round(12),
         parts=pl.struct(pl.col("predicted").round(9), *[pl.col(f).round(9) for f in FEATURES]))
-    con.register("s_scored", scored.select("url", "priority", "parts"))
-    try:
-        run_sql(con, "ordering/learned")
-    finally:
-        con.unregister("s_scored")
+    with staged(con, s_scored=scored.select("url", "priority", "parts")):
+        run_sql(con, "ordering/ml/learned")
     # ml.sql: the query part of the priority while it is q_hybrid's (no tree fitted)
     return {"query_weight": settings.hybrid_query_weight, "tie_break": TIE_BREAK, "tree": "reason" not in metrics}

@@ -18,7 +18,7 @@ from datetime import date
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import query, run_sql, staged
 from crawlcycle.models import score_model
 from crawlcycle.models.improvability import latest_fit
 from crawlcycle.ordering import registry
@@ -52,7 +52,7 @@ def _matched(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
 
 def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, partition: date) -> pl.DataFrame:
     """Replace and return the needy queries of ``cycle`` drawn from query-log ``partition``."""
-    queries = query(con, "stages/needy_candidates", cycle=cycle, partition=partition)
+    queries = query(con, "ordering/needy_queries/needy_candidates", cycle=cycle, partition=partition)
     keep = needy_count(settings, queries.height)
     fitted = latest_fit(con, cycle)
     # at most K of a query's results can be new: the curve is capped there where it extrapolates upwards
@@ -67,14 +67,12 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     else:
         needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
     needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
-    con.register("s_needy", needy)
-    run_sql(con, "ordering/write_needy", cycle=cycle)
-    con.unregister("s_needy")
+    with staged(con, s_needy=needy):
+        run_sql(con, "ordering/needy_queries/write_needy", cycle=cycle)
     if found.height:
         # the score stage's sketches start from these (evidence_index.stored_candidates)
-        con.register("s_found", found.join(needy.select("query"), on="query"))
-        run_sql(con, "ordering/write_needy_candidates", cycle=cycle)
-        con.unregister("s_found")
+        with staged(con, s_found=found.join(needy.select("query"), on="query")):
+            run_sql(con, "ordering/needy_queries/write_needy_candidates", cycle=cycle)
     return needy
 
 
@@ -83,7 +81,7 @@ def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ra
     """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts; and the
     candidates of the queries checked (see :func:`_matched`)."""
     registry.stage_eligible(con, settings, cycle)
-    run_sql(con, "impact/frontier_scope")
+    run_sql(con, "ordering/frontier_scope")
     checked: list[pl.DataFrame] = []
     rows: list[pl.DataFrame] = []
     found = start = 0

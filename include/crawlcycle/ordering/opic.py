@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.db import query, run_sql, scalar, staged
 from crawlcycle.models.graph import known_graph
 from crawlcycle.models.refit import record_model
 from crawlcycle.settings import Settings
@@ -40,7 +40,7 @@ def stage_opic(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -
     """Update ``opic_cash`` for cycle ``cycle`` from the pages fetched since the previous scoring."""
     n, src, dst = known_graph(con)
     last = scalar(con, "SELECT max(cycle) FROM opic_cash WHERE cycle < ?", [cycle])
-    state = query(con, "ordering/opic_state", cycle=cycle)
+    state = query(con, "ordering/opic/opic_state", cycle=cycle)
     cash, history = np.zeros(n), np.zeros(n)
     if last is None:
         cash[:] = 1.0 / max(n, 1)
@@ -49,13 +49,12 @@ def stage_opic(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -
     had = np.zeros(n, dtype=bool)
     had[ids] = True
     since = cycle - 1 if last is None else last
-    fetched = query(con, "ordering/opic_fetched", last=since, cycle=cycle)["id"].to_numpy().astype(np.int64)
+    fetched = query(con, "ordering/opic/opic_fetched", last=since, cycle=cycle)["id"].to_numpy().astype(np.int64)
     new_cash, new_history = distribute(cash, history, fetched, src, dst)
     changed = (new_cash != cash) | (new_history != history) | (~had & (new_cash > 0))
-    con.register("s_opic", pl.DataFrame({"id": np.flatnonzero(changed), "cash": new_cash[changed],
-                                         "history": new_history[changed]}))
-    run_sql(con, "ordering/opic_write", cycle=cycle)
-    con.unregister("s_opic")
+    with staged(con, s_opic=pl.DataFrame({"id": np.flatnonzero(changed), "cash": new_cash[changed],
+                                          "history": new_history[changed]})):
+        run_sql(con, "ordering/opic/opic_write", cycle=cycle)
     con.execute("DROP TABLE r_ids")
     record_model(con, cycle, "opic", ["links"], {
         "urls": n, "fetched": len(fetched), "rows": int(changed.sum()), "cash_total": float(new_cash.sum()),

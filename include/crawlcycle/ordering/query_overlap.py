@@ -17,7 +17,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql
+from crawlcycle.db import query, run_sql, staged
 from crawlcycle.models import score_model
 from crawlcycle.models.prestige import MIN_PAGES, observed_impact
 from crawlcycle.models.refit import record_model
@@ -30,14 +30,11 @@ TREE_DEPTH = 4  # a few PageRank bands: deeper trees memorise single pages of th
 def overlap_scores(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
     """(url, overlap, queries) of the pages of temp table ``s_scope`` that match some query of the partition;
     ``queries`` lists the matched queries, most frequent first."""
-    log = query(con, "impact/partition_queries", cycle=cycle)
+    log = query(con, "ordering/query_overlap/partition_queries", cycle=cycle)
     queries = score_model.stage_queries(log["query"].to_list()).join(log, on="query")
     pairs = ngram_index.match(con, settings, queries.select("qid", "query"), settings.match_share)
-    con.register("s_overlap_pairs", pairs.join(queries.select("qid", "query", "frequency"), on="qid"))
-    try:
-        return query(con, "impact/overlap_scores")
-    finally:
-        con.unregister("s_overlap_pairs")
+    with staged(con, s_overlap_pairs=pairs.join(queries.select("qid", "query", "frequency"), on="qid")):
+        return query(con, "ordering/query_overlap/overlap_scores")
 
 
 def prestige_estimate(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
@@ -72,7 +69,8 @@ def scored_pages(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                  prestige: bool = True) -> pl.DataFrame:
     """(url, pagerank, in_links, overlap, queries) of every page of ``s_scope``; with ``prestige``, also the tree's
     estimate ``prestige`` and the ``q_hybrid`` priority."""
-    pages = query(con, "impact/scope_pages").join(overlap_scores(con, settings, cycle), on="url", how="left")
+    pages = query(con, "ordering/query_overlap/scope_pages").join(overlap_scores(con, settings, cycle), on="url",
+                                                                  how="left")
     pages = pages.with_columns(pl.col("overlap").fill_null(0.0), pl.col("queries").fill_null([]))
     if not prestige:
         return pages
@@ -82,12 +80,9 @@ def scored_pages(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
 
 def _stage(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, prestige: bool) -> dict[str, object]:
     """Score the eligible frontier into temp table ``s_query_overlap`` for the policy SQL; return its parameters."""
-    run_sql(con, "impact/frontier_scope")
-    con.register("s_scored", scored_pages(con, settings, cycle, prestige))
-    try:
+    run_sql(con, "ordering/frontier_scope")
+    with staged(con, s_scored=scored_pages(con, settings, cycle, prestige)):
         con.execute("CREATE OR REPLACE TEMP TABLE s_query_overlap AS SELECT * FROM s_scored")
-    finally:
-        con.unregister("s_scored")
     return {"query_weight": settings.hybrid_query_weight}  # q_hybrid.sql: the query part of the priority
 
 

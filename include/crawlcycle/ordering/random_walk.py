@@ -1,12 +1,12 @@
 """Impact-weighted random walks over the link graph (Tran et al.): policies ``rw`` and ``rw_eg``.
 
-A walker on the graph of every known URL (crawled pages and frontier) steps from page i along one of its
-out-links with probability damping x F_i / outdeg(i), and otherwise restarts at a page chosen uniformly. The
-impact factor F_i = (I_i / max I) x (d_i / max d)^gamma lets pages that searchers saw pass on more: I_i is the
-observed impact of a crawled page (as the prestige regression reads it, ``sql/impact/observed_impact.sql``) plus
-epsilon, so that pages without impact still pass on a little; frontier pages have epsilon alone; d_i is the
-out-degree. What a step does not pass on is lost, so the walk converges to (1 - damping)(I - damping P)^-1 v
-with v uniform; power iteration reaches it to a tolerance (iterations and residual go to ``model_runs``).
+A walker on the graph of every known URL (crawled pages and frontier) steps from page i along one of its out-links
+with probability damping x F_i / outdeg(i), and otherwise restarts at a page chosen uniformly. The impact factor
+F_i = (I_i / max I) x (d_i / max d)^gamma lets pages that searchers saw pass on more: I_i is the observed impact of
+a crawled page (as the prestige regression reads it, ``sql/models/prestige/observed_impact.sql``) plus epsilon, so
+that pages without impact still pass on a little; frontier pages have epsilon alone; d_i is the out-degree. What a
+step does not pass on is lost, so the walk converges to (1 - damping)(I - damping P)^-1 v with v uniform; power
+iteration reaches it to a tolerance (iterations and residual go to ``model_runs``).
 
 ``rw_eg`` enriches the graph with virtual edges between co-cited pages: i and j are joined when some page
 links to both, with weight the number of such pages. A step then goes along real links with share omega and
@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
-from crawlcycle.db import run_sql
+from crawlcycle.db import run_sql, staged
 from crawlcycle.models.graph import known_graph, power_iteration
 from crawlcycle.models.prestige import observed_impact
 from crawlcycle.models.refit import record_model
@@ -70,9 +70,8 @@ def stage_walk(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, e
     impact[ids["id"].to_numpy()] += ids["impact"].fill_null(0).to_numpy()
     step, virtual_weight = walk_step(src, dst, n, impact, settings.rw_gamma, settings.rw_omega if enrich else None)
     fit = power_iteration(step, n, settings.rw_damping, TOL, MAX_ITER)
-    con.register("s_walk_scores", pl.DataFrame({"id": np.arange(n), "score": fit.scores}))
-    run_sql(con, "ordering/walk_scores")
-    con.unregister("s_walk_scores")
+    with staged(con, s_walk_scores=pl.DataFrame({"id": np.arange(n), "score": fit.scores})):
+        run_sql(con, "ordering/random_walk/walk_scores")
     con.execute("DROP TABLE r_ids")
     metrics = {"nodes": n, "edges": len(src), "virtual_weight": virtual_weight, "impact_source": source,
                "pages_with_impact": int((pages["impact"] > 0).sum()), "iterations": fit.iterations,

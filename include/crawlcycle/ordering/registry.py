@@ -1,7 +1,7 @@
 """Ordering policies at work: the priority of every eligible frontier URL, written to ``frontier_scores``, and the
 policies' own state cleared when a cycle is rolled back. The entries are ``ordering.policies.REGISTRY``.
 
-Each policy is a SQL file under ``sql/policies/`` selecting (url, priority, parts) from the temp
+Each policy is a SQL file under ``sql/ordering/policies/`` selecting (url, priority, parts) from the temp
 table ``eligible``; a higher priority is fetched sooner. A policy that needs more than SQL stages its
 inputs first (its entry's ``stage``) and passes its parameters on.
 """
@@ -30,7 +30,7 @@ def stage_function(entry: Policy) -> Stage | None:
 
 def stage_eligible(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
     """The temp table ``eligible``: frontier URLs that may enter batch ``cycle + 1`` (open, due, in scope)."""
-    run_sql(con, "stages/eligible_frontier", next_cycle=cycle + 1, scope=settings.scope_rules())
+    run_sql(con, "ordering/registry/eligible_frontier", next_cycle=cycle + 1, scope=settings.scope_rules())
 
 
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
@@ -54,6 +54,7 @@ def owned_tables() -> list[str]:
 
 def clear_cycle(con: duckdb.DuckDBPyConnection, cycle: int) -> None:
     """Delete cycle ``cycle``'s rows of every policy's own state, whichever policy ran it: part of the rollback
-    that lets a re-run of the cycle replace its output exactly (``stages/rollback_cycle.sql`` does the rest)."""
+    that lets a re-run of the cycle replace its output exactly (``sql/pipeline/update/rollback_cycle.sql`` does the
+    rest)."""
     for table in owned_tables():
         con.execute(f"DELETE FROM {table} WHERE cycle = ?", [cycle])

@@ -1,9 +1,9 @@
 """The snapshot of the crawl state that the Crawl page shows, written by the close stage of every cycle.
 
-While a task has the DuckDB file open read-write, any other open of it fails, so the page never opens it: the
-close stage calls :func:`export_snapshot`, which writes the tables the page shows (queries in ``sql/ui/``) to
-``<data_dir>/ui/snapshot.json`` through a temporary file renamed into place (``shard_files.replacing``), so
-that a reader sees the previous snapshot or the new one, never part of one.
+While a task has the DuckDB file open read-write, any other open of it fails, so the page never opens it: the close
+stage calls :func:`export_snapshot`, which writes the tables the page shows (queries in
+``sql/pipeline/crawl_snapshot/``) to ``<data_dir>/ui/snapshot.json`` through a temporary file renamed into place
+(``shard_files.replacing``), so that a reader sees the previous snapshot or the new one, never part of one.
 
 ``snapshot.json``: ``{"cycle": N, "exported_at": ISO time, "tables": {name: [row, ...]}}`` with one entry per
 name in :data:`TABLES`; JSON columns (``parts``, ``metrics``, ``stage_seconds``, ``slots_failed``,
@@ -35,7 +35,7 @@ def snapshot_path(settings: Settings) -> Path:
 
 def export_snapshot(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> Path:
     """Write the Crawl page's tables as they stand at the end of ``cycle``; replaces the previous snapshot."""
-    tables = {name: _records(query(con, f"ui/{name}")) for name in TABLES}
+    tables = {name: _records(query(con, f"pipeline/crawl_snapshot/{name}")) for name in TABLES}
     doc = {"cycle": cycle, "exported_at": datetime.now(UTC).isoformat(timespec="seconds"), "tables": tables}
     path = snapshot_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ def export_pages(settings: Settings, cycle: int) -> Path:
     """Write the pages cycle ``cycle`` stored first to ``<data_dir>/exports/pages-cycle-<cycle>.parquet`` (whole,
     or not at all); return the path."""
     with connect(settings, read_only=True) as con:
-        pages = query(con, "export/cycle_pages", cycle=cycle)
+        pages = query(con, "pipeline/export/cycle_pages", cycle=cycle)
     path = Path(settings.data_dir) / "exports" / f"pages-cycle-{cycle}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
     with replacing(path) as tmp:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import fetch_rows, query, run_sql
+from crawlcycle.db import fetch_rows, query, run_sql, staged
 from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.settings import Settings
 
@@ -20,26 +20,24 @@ def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.D
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
     """Write ``batches`` and ``probes`` for cycle ``cycle + 1`` from the scores of cycle ``cycle``; return the
     batch."""
-    untested = fetch_rows(con, "stages/untested_slots", batch_size=settings.batch_size)[0][0]
+    untested = fetch_rows(con, "pipeline/materialize/untested_slots", batch_size=settings.batch_size)[0][0]
     con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
-    cand = query(con, "stages/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap,
+    cand = query(con, "pipeline/materialize/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap,
                  max_delay=settings.max_delay, obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
                  new_path_slots=settings.new_path_slots)
     allowed = robots_filter(con, settings, cand)
     blocked = cand.filter(~allowed)
     if blocked.height:
-        con.register("s_blocked", blocked.select("url"))
-        run_sql(con, "stages/disallow_blocked", cycle=cycle)
-        con.unregister("s_blocked")
+        with staged(con, s_blocked=blocked.select("url")):
+            run_sql(con, "pipeline/materialize/disallow_blocked", cycle=cycle)
     batch = (cand.filter(allowed)
              .sort(["overflow", "priority", "url"], descending=[False, True, False])
              .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap)
              .head(settings.batch_size)
              .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
     con.execute("DELETE FROM batches WHERE cycle = ?", [cycle + 1])
-    con.register("s_batch", batch)
-    con.execute("INSERT INTO batches SELECT ?, url, host, rank, ?, priority, parts FROM s_batch",
-                [cycle + 1, settings.policy])
-    con.unregister("s_batch")
-    run_sql(con, "stages/choose_probes", cycle=cycle, origin_probes=settings.origin_probes)
+    with staged(con, s_batch=batch):
+        con.execute("INSERT INTO batches SELECT ?, url, host, rank, ?, priority, parts FROM s_batch",
+                    [cycle + 1, settings.policy])
+    run_sql(con, "pipeline/materialize/choose_probes", cycle=cycle, origin_probes=settings.origin_probes)
     return batch

@@ -23,7 +23,7 @@ import polars as pl
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.contracts.errors import InputError
-from crawlcycle.db import connect, migrate, run_sql, scalar, transaction
+from crawlcycle.db import connect, migrate, run_sql, scalar, staged, transaction
 from crawlcycle.models import improvability, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
@@ -118,10 +118,8 @@ def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[d
     before anything is written, when the scope refuses every seed."""
     before = scalar(con, "SELECT count(*) FROM frontier")
     scope = {**settings.scope_rules(), "follow_external": True}  # a seed's host is a seed host
-    con.register("s_seeds", pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}))
-    con.register("s_seed_rejects", pl.DataFrame(rejects, schema={"line": pl.Int64, "url": pl.String,
-                                                                 "reason": pl.String}))
-    try:
+    with staged(con, s_seeds=pl.DataFrame(rows, schema={"url": pl.String, "host": pl.String, "seq": pl.Int64}),
+                s_seed_rejects=pl.DataFrame(rejects, schema={"line": pl.Int64, "url": pl.String, "reason": pl.String})):
         out_of_scope = scalar(con, "SELECT count(*) FROM s_seeds WHERE scope_reason(url, host, 0, $scope) IS NOT NULL",
                               {"scope": scope})
         if rows and out_of_scope == len(rows):
@@ -129,10 +127,7 @@ def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[d
                                 "ORDER BY seq LIMIT 1", {"scope": scope})
             raise SettingsError(f"setting seeds_file: {source} holds no seed URL inside the crawl scope "
                                 f"(allowed_domains, denied_domains, url_include, url_exclude); first: {first}")
-        run_sql(con, "stages/admit_seeds", source=source, scope=scope)
-    finally:
-        con.unregister("s_seeds")
-        con.unregister("s_seed_rejects")
+        run_sql(con, "pipeline/stages/admit_seeds", source=source, scope=scope)
     return scalar(con, "SELECT count(*) FROM frontier") - before, out_of_scope
 
 
@@ -156,8 +151,8 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
             # Each cycle fetches the batch the one before it chose: cycles run strictly in order.
             raise CycleOrderError(f"cycle {unfinished[0][0]} (interval {unfinished[0][1]}) has not finished; "
                                   f"finish or clear its run before cycle {cycle} (backfill with --max-active-runs 1)")
-        run_sql(con, "stages/begin_cycle", cycle=cycle, interval_start=interval_start, interval_end=interval_end,
-                run_id=run_id, policy=settings.policy)
+        run_sql(con, "pipeline/stages/begin_cycle", cycle=cycle, interval_start=interval_start,
+                interval_end=interval_end, run_id=run_id, policy=settings.policy)
         with timed(con, cycle, "begin"):
             rows = ingest_partition(con, settings, interval_start, source or interval_start)
             con.execute("UPDATE cycles SET query_partition = ?, query_rows = ? WHERE cycle = ?", [source, rows, cycle])
@@ -332,7 +327,7 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
         with timed(con, cycle, "close"), transaction(con):
-            run_sql(con, "stages/close_cycle", cycle=cycle)
+            run_sql(con, "pipeline/stages/close_cycle", cycle=cycle)
             export_snapshot(con, settings, cycle)  # what the Crawl page shows, for the UI to read
         return con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[cycle]).pl().to_dicts()[0]
 

@@ -1,6 +1,6 @@
 """The single writer: merge every shard's fetch and parse output into DuckDB in one transaction.
 
-DuckDB reads the shards' Parquet files itself (``sql/stages/stage_*_files.sql``); only the columns that find
+DuckDB reads the shards' Parquet files itself (``sql/pipeline/update/stage_*_files.sql``); only the columns that find
 repeats of stored pages come out to Python, for the SimHash index.
 """
 
@@ -13,7 +13,7 @@ import polars as pl
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import host_of
-from crawlcycle.db import query, run_sql, scalar, transaction
+from crawlcycle.db import query, run_sql, scalar, staged, transaction
 from crawlcycle.ordering import registry
 from crawlcycle.parse.simhash import NearDuplicateIndex
 from crawlcycle.settings import Settings
@@ -25,18 +25,6 @@ _STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_
 
 def shard_index(shard_dir: Path) -> int:
     return int(Path(shard_dir).name.rsplit("-", 1)[1])
-
-
-def discovered_urls(fetch_log: pl.DataFrame, links: pl.DataFrame, sitemap_urls: pl.DataFrame) -> pl.DataFrame:
-    """URLs discovered, in discovery order: followed links, redirect targets, then sitemap entries (the order of
-    ``s_new`` in ``sql/stages/stage_parse_files.sql``), for a merge of frames rather than shard files."""
-    followed = links.filter(~pl.col("nofollow")).select("src", url="dst", source=pl.lit("link"))
-    redirected = (fetch_log.filter(pl.col("outcome").str.starts_with("redirected") & pl.col("final_url").is_not_null())
-                  .select(src="url", url="final_url", source=pl.lit("redirect")))
-    listed = sitemap_urls.filter(pl.col("reason").is_null()).select(src="sitemap", url="url",
-                                                                     source=pl.lit("sitemap"))
-    new = pl.concat([followed, redirected, listed]).with_row_index("seq")
-    return new.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
 
 
 def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) -> pl.DataFrame:
@@ -68,23 +56,24 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
     try:
         with transaction(con):
-            run_sql(con, "stages/rollback_cycle", cycle=cycle)
+            run_sql(con, "pipeline/update/rollback_cycle", cycle=cycle)
             registry.clear_cycle(con, cycle)
             if dirs:
-                run_sql(con, "stages/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
+                run_sql(con, "pipeline/update/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
                 counts = {"fetch_rows": scalar(con, "SELECT count(*) FROM s_fetch_log"),
                           "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
                           "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
             if counts["fetch_rows"]:
-                run_sql(con, "stages/merge_fetch", cycle=cycle, url_attempts=settings.url_attempts,
+                run_sql(con, "pipeline/update/merge_fetch", cycle=cycle, url_attempts=settings.url_attempts,
                         origin_retry_cycles=settings.origin_retry_cycles, origin_park_after=settings.origin_park_after,
                         origin_park_cycles=settings.origin_park_cycles, path_refusals=settings.path_refusals)
-                fetched = mark_stored_duplicates(con, query(con, "stages/fetched_pages", pages=files["pages"]))
-                con.register("s_duplicates", fetched.select("file_index", "row_index", "duplicate_of", "exact_copy"))
-                run_sql(con, "stages/stage_parse_files", **files)
-                run_sql(con, "stages/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
+                fetched = mark_stored_duplicates(con, query(con, "pipeline/update/fetched_pages", pages=files["pages"]))
+                with staged(con, s_duplicates=fetched.select("file_index", "row_index", "duplicate_of", "exact_copy")):
+                    run_sql(con, "pipeline/update/stage_parse_files", **files)
+                run_sql(con, "pipeline/update/discovered_urls")
+                run_sql(con, "pipeline/update/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
                         scope=settings.scope_rules())
-            run_sql(con, "stages/cycle_figures", cycle=cycle)
+            run_sql(con, "pipeline/update/cycle_figures", cycle=cycle)
     except duckdb.Error as e:  # damage inside a file whose footer is whole: DuckDB's message names the file
         path = next((f for paths in files.values() for f in paths if f in str(e)), None)
         if path is None:
@@ -94,6 +83,5 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
         for table in _STAGED:
             con.execute(f"DROP TABLE IF EXISTS {table}")
         con.execute("DROP MACRO TABLE IF EXISTS shard_rows")
-        con.unregister("s_duplicates")
         con.remove_function("host_of")
     return counts

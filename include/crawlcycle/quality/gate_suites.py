@@ -1,7 +1,7 @@
 """The expectation suites of the quality gates, as code.
 
 Each gate (fetch, parse, update, materialize) validates datasets, each selected by a SQL file
-``sql/gates/<gate>/<dataset>.sql`` from the stage's output (shard Parquet files staged as ``g_*`` views, or
+``sql/quality/gates/<gate>/<dataset>.sql`` from the stage's output (shard Parquet files staged as ``g_*`` views, or
 the DuckDB tables), with Great Expectations expectations. A check is one expectation on one dataset, under a
 name that the task's error, ``dq_results`` and ``gate_warn`` use. Distribution checks (``sample``) judge a
 share or a mean, so they are skipped on datasets smaller than ``gate_min_sample`` rows, where one odd page

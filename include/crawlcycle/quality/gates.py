@@ -1,6 +1,6 @@
 """Data-quality gates between stages, validated with Great Expectations (GX 1.x).
 
-A gate selects its datasets with DuckDB (``sql/gates/<gate>/*.sql``; fetch and parse read the shards' Parquet
+A gate selects its datasets with DuckDB (``sql/quality/gates/<gate>/*.sql``; fetch and parse read the shards' Parquet
 files staged as ``g_*`` views, update and materialize read the tables), hands them to GX as pandas frames
 and validates the suites of ``crawlcycle.quality.gate_suites``. Every check's outcome goes to ``dq_results``; GX
 renders the whole validation as HTML data docs under ``<data_dir>/quality/<cycle>/<gate>/``. A failing check
@@ -21,6 +21,8 @@ from types import ModuleType
 from typing import Any
 
 import duckdb
+import jinja2
+import jinja2.bccache
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize
@@ -79,11 +81,36 @@ class GateReport:
         return "\n".join(lines + [f"  report: {self.report / 'index.html'}"])
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Templates compiled once per process. GX's HTML views each make a new Jinja environment, so every report
+    would compile the same templates again: most of a gate's time on a small cycle."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, tuple[str, Any]] = {}
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        checksum, code = self.codes.get(bucket.key, (None, None))
+        if checksum == bucket.checksum:
+            bucket.code = code
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        self.codes[bucket.key] = (bucket.checksum, bucket.code)
+
+
 @cache
 def load_gx() -> ModuleType:
-    """GX, imported on first use in this process (several seconds; later calls are free)."""
+    """GX, imported on first use in this process (several seconds; later calls are free), its HTML views sharing
+    one cache of compiled templates."""
     import great_expectations as gx
+    from great_expectations.render.view.view import DefaultJinjaView
 
+    make_view, templates = DefaultJinjaView.__init__, _CompiledTemplates()
+
+    def view_with_cache(self: DefaultJinjaView, *args: Any, **kwargs: Any) -> None:
+        make_view(self, *args, **kwargs)
+        self.env.bytecode_cache = templates
+
+    DefaultJinjaView.__init__ = view_with_cache
     return gx
 
 
@@ -128,7 +155,7 @@ def _datasets(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cy
     params = {"cycle": cycle, "min_delay": settings.min_delay, "max_delay": settings.max_delay,
               "obey_crawl_delay": settings.obey_crawl_delay}
     try:
-        return {name: execute(con, statements(f"gates/{stage}/{name}")[0], **params).df()
+        return {name: execute(con, statements(f"quality/gates/{stage}/{name}")[0], **params).df()
                 for name in dict.fromkeys(c.dataset for c in checks)}
     finally:
         con.remove_function("canon")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.db import query, run_sql, scalar, staged
 from crawlcycle.ranking.ranker import terms, url_text
 from crawlcycle.settings import EVIDENCE_FIELDS, Settings
 
@@ -29,19 +29,17 @@ def _write(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, cycle: int) -> N
     for start in range(0, frame.height, CHUNK_ROWS):
         tokens = (frame.slice(start, CHUNK_ROWS).select("seq", "field", term=terms(pl.col("content")))
                   .explode("term").drop_nulls("term"))
-        con.register("s_tf", tokens.group_by("term", "seq", "field").agg(tf=pl.len().cast(pl.Int32)))
-        con.register("s_len", tokens.group_by("seq", "field").agg(length=pl.len().cast(pl.Int32)))
-        con.execute("INSERT INTO evidence_postings SELECT term, seq, field, tf, ? FROM s_tf ORDER BY ALL", [cycle])
-        con.execute("INSERT INTO evidence_lengths SELECT seq, field, length, ? FROM s_len ORDER BY ALL", [cycle])
-        con.unregister("s_tf")
-        con.unregister("s_len")
+        with staged(con, s_tf=tokens.group_by("term", "seq", "field").agg(tf=pl.len().cast(pl.Int32)),
+                    s_len=tokens.group_by("seq", "field").agg(length=pl.len().cast(pl.Int32))):
+            con.execute("INSERT INTO evidence_postings SELECT term, seq, field, tf, ? FROM s_tf ORDER BY ALL", [cycle])
+            con.execute("INSERT INTO evidence_lengths SELECT seq, field, length, ? FROM s_len ORDER BY ALL", [cycle])
 
 
 def update(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
     """Index the URLs not indexed yet and the evidence of cycle ``cycle``'s links; a re-run replaces its rows."""
-    run_sql(con, "evidence/unindex_cycle", cycle=cycle)
+    run_sql(con, "ranking/evidence_index/unindex_cycle", cycle=cycle)
     urls = con.sql("SELECT discovery_seq AS seq, url FROM frontier WHERE evidence_cycle IS NULL ORDER BY seq").pl()
-    links = query(con, "evidence/new_links", cycle=cycle)
+    links = query(con, "ranking/evidence_index/new_links", cycle=cycle)
     before = scalar(con, "SELECT count(*) FROM evidence_postings")
     _write(con, urls.select("seq", field=pl.lit("url"), content=url_text(pl.col("url"))), cycle)
     _write(con, links, cycle)
@@ -56,23 +54,15 @@ def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, q
     score of the query's cycle-``cycle`` results linking to them."""
     query_terms = queries.select("qid", term=terms(pl.col("query"))).explode("term").drop_nulls("term").unique()
     weights, bs = settings.field_values("evidence_weights"), settings.field_values("evidence_b")
-    con.register("s_queries", queries.select("qid", "query"))
-    con.register("s_query_terms", query_terms)
-    try:
-        return query(con, "evidence/candidates", cycle=cycle, fields=list(EVIDENCE_FIELDS),
+    with staged(con, s_queries=queries.select("qid", "query"), s_query_terms=query_terms):
+        return query(con, "ranking/evidence_index/candidates", cycle=cycle, fields=list(EVIDENCE_FIELDS),
                      weights=[weights[f] for f in EVIDENCE_FIELDS], bs=[bs[f] for f in EVIDENCE_FIELDS],
                      k1=settings.bm25_k1, depth=settings.bm25_depth, per_query=settings.sketch_candidates)
-    finally:
-        con.unregister("s_queries")
-        con.unregister("s_query_terms")
 
 
 def stored_candidates(con: duckdb.DuckDBPyConnection, cycle: int, queries: pl.DataFrame) -> pl.DataFrame | None:
     """What :func:`candidates` gives for ``queries`` (qid, query) when they are cycle ``cycle``'s needy queries and
     select_needy stored their candidates (table ``needy_candidates``), else None."""
-    con.register("s_queries", queries.select("qid", "query"))
-    try:
-        found = query(con, "evidence/stored_candidates", cycle=cycle)
-    finally:
-        con.unregister("s_queries")
+    with staged(con, s_queries=queries.select("qid", "query")):
+        found = query(con, "ranking/evidence_index/stored_candidates", cycle=cycle)
     return found if found.height else None

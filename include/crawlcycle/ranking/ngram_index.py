@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from crawlcycle.db import query, run_sql, scalar
+from crawlcycle.db import query, run_sql, scalar, staged
 from crawlcycle.ranking.ranker import terms, url_text
 from crawlcycle.settings import Settings
 
@@ -39,9 +39,9 @@ def ngrams(frame: pl.DataFrame, key: str, text: str, g: int) -> pl.DataFrame:
 
 def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, int]:
     """Index the URLs not indexed yet and the anchors of cycle ``cycle``'s links; a re-run replaces its rows."""
-    run_sql(con, "impact/unindex_cycle", cycle=cycle)
+    run_sql(con, "ranking/ngram_index/unindex_cycle", cycle=cycle)
     urls = con.sql("SELECT url, discovery_seq AS seq FROM frontier WHERE ngram_cycle IS NULL ORDER BY seq").pl()
-    anchors = query(con, "impact/cycle_anchors", cycle=cycle)
+    anchors = query(con, "ranking/ngram_index/cycle_anchors", cycle=cycle)
     before = scalar(con, "SELECT count(*) FROM url_ngrams")
     # The chunks' n-grams are gathered first and checked against the index in one pass: a check per chunk would
     # scan the whole index once per chunk, which grows with the square of the crawl.
@@ -49,10 +49,9 @@ def update(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> di
     for source, frame, text in (("url", urls.with_columns(text=url_text(pl.col("url"))), "text"),
                                 ("anchor", anchors, "anchor")):
         for start in range(0, frame.height, CHUNK_ROWS):
-            con.register("s_grams", ngrams(frame.slice(start, CHUNK_ROWS), "seq", text, settings.ngram_max))
-            con.execute("INSERT INTO s_new_grams SELECT gram, seq, ? FROM s_grams", [source])
-            con.unregister("s_grams")
-    run_sql(con, "impact/add_ngrams", cycle=cycle)
+            with staged(con, s_grams=ngrams(frame.slice(start, CHUNK_ROWS), "seq", text, settings.ngram_max)):
+                con.execute("INSERT INTO s_new_grams SELECT gram, seq, ? FROM s_grams", [source])
+    run_sql(con, "ranking/ngram_index/add_ngrams", cycle=cycle)
     con.execute("UPDATE frontier SET ngram_cycle = ? WHERE ngram_cycle IS NULL", [cycle])
     return {"ngram_urls": urls.height, "ngram_anchors": anchors.height,
             "ngram_rows": scalar(con, "SELECT count(*) FROM url_ngrams") - before}
@@ -64,12 +63,8 @@ def match(con: duckdb.DuckDBPyConnection, settings: Settings, queries: pl.DataFr
     share, url_share, anchor_share), the shares of the query's n-grams found among the page's n-grams (all,
     URL's, anchors'), for pages holding at least ``share`` of them; at most ``per_query`` pages per query.
     Only n-grams on at most ``max_df`` URLs propose pages: a sample for training, not for sketches."""
-    con.register("s_query_grams", ngrams(queries, "qid", "query", settings.ngram_max))
-    try:
-        run_sql(con, "impact/match_candidates", share=share, max_df=max_df)
-        con.register("s_shares", query(con, "impact/ngram_shares"))
-        con.execute("DROP TABLE s_candidates")
-        return query(con, "impact/match", share=share, per_query=per_query)
-    finally:
-        con.unregister("s_query_grams")
-        con.unregister("s_shares")
+    with staged(con, s_query_grams=ngrams(queries, "qid", "query", settings.ngram_max)):
+        run_sql(con, "ranking/ngram_index/match_candidates", share=share, max_df=max_df)
+        with staged(con, s_shares=query(con, "ranking/ngram_index/ngram_shares")):
+            con.execute("DROP TABLE s_candidates")
+            return query(con, "ranking/ngram_index/match", share=share, per_query=per_query)

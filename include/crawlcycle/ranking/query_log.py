@@ -44,7 +44,7 @@ import polars as pl
 
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.contracts.errors import InputError
-from crawlcycle.db import query, run_sql, transaction
+from crawlcycle.db import query, run_sql, staged, transaction
 from crawlcycle.settings import Settings
 
 AGGREGATED = ("query", "frequency")
@@ -230,12 +230,8 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
     """Replace partition ``day`` of table query_log with the files of partition ``source`` (default: ``day``) under
     ``settings.query_log_dir``; return the rows written. Nothing changes when a file is bad."""
     part = read_partition(settings, source or day)
-    con.register("s_query_log", part.rows)
-    try:
-        with transaction(con):
-            run_sql(con, "query_log/ingest", partition=day)
-    finally:
-        con.unregister("s_query_log")
+    with staged(con, s_query_log=part.rows), transaction(con):
+        run_sql(con, "ranking/query_log/ingest", partition=day)
     _log.info("query log %s (files of %s): %d rows, %d empty queries dropped, %d shown URLs not admitted",
               day, source or day, part.rows.height, part.empty_queries, part.rejected_urls)
     return part.rows.height
@@ -243,7 +239,7 @@ def ingest_partition(con: duckdb.DuckDBPyConnection, settings: Settings, day: da
 
 def page_impressions(con: duckdb.DuckDBPyConnection, partition: date, top_k: int) -> pl.DataFrame:
     """Per shown URL of ``partition``: views (times shown at rank <= ``top_k``) and clicks (at any rank)."""
-    return query(con, "query_log/page_impressions", top_k=top_k, partition=partition)
+    return query(con, "ranking/query_log/page_impressions", top_k=top_k, partition=partition)
 
 
 def write_partitions(query_file: Path, folder: Path, days: list[date]) -> None:

@@ -7,7 +7,7 @@ Terms come from :func:`terms`, the one tokenizer of page and query text: ``norma
 case), then maximal runs of Unicode letters and digits (underscores and punctuation split), minus
 ``STOPWORDS``.
 
-Score (``sql/ranker/weights.sql``): BM25F with one k1 and per-field weights and b (settings ``bm25_k1``,
+Score (``sql/ranking/ranker/weights.sql``): BM25F with one k1 and per-field weights and b (settings ``bm25_k1``,
 ``bm25_weights``, ``bm25_b``), plus ``prestige_weight * ln(1 + pagerank * known URLs)``: a page of average
 PageRank gets ``prestige_weight * ln 2``, and a page without PageRank yet gets nothing. Only pages holding
 at least one query term are ranked; a query's repeated terms count once. Ranking reads, per query term,
@@ -29,7 +29,7 @@ import duckdb
 import polars as pl
 
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize
-from crawlcycle.db import query, run_sql, scalar, transaction
+from crawlcycle.db import query, run_sql, scalar, staged, transaction
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.settings import RANK_FIELDS, Settings
 
@@ -81,54 +81,46 @@ def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
     longer indexable, and rewrite the anchor field of pages with new in-links. Running it again for the same
     cycle leaves the same tables. Returns how many pages got their content fields and anchor field written."""
     with transaction(con):
-        run_sql(con, "ranker/sync_docs", cycle=cycle)
+        run_sql(con, "ranking/ranker/sync_docs", cycle=cycle)
         counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
         # Every chunk's input is read from links and pages in one pass, and every chunk's output is written to the
         # index in one pass: a pass per chunk would scan those tables once per chunk, which grows with the square
         # of the crawl.
-        run_sql(con, "ranker/refresh_inputs")
+        run_sql(con, "ranking/ranker/refresh_inputs")
         for first in range(1, counts["anchor_pages"][0] + 1, CHUNK_PAGES):
             _index_chunk(con, first, first + CHUNK_PAGES - 1)
-        run_sql(con, "ranker/write_postings", cycle=cycle)
-        run_sql(con, "ranker/index_stats")
+        run_sql(con, "ranking/ranker/write_postings", cycle=cycle)
+        run_sql(con, "ranking/ranker/index_stats")
     return counts.row(0, named=True)
 
 
 def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
     """Tokenize the fields of pages ``first``..``last`` of r_refresh into s_rewrite and s_postings."""
-    pages = query(con, "ranker/content", first=first, last=last)
-    anchors = query(con, "ranker/anchors", first=first, last=last)
+    pages = query(con, "ranking/ranker/content", first=first, last=last)
+    anchors = query(con, "ranking/ranker/anchors", first=first, last=last)
     fields = pl.concat([
         pages.select("url", field=pl.lit(name), content=column, n=pl.lit(1, dtype=pl.Int64))
         for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text(pl.col("url"))))
     ] + [anchors.select("url", field=pl.lit("anchor"), content="anchor", n="links")])
-    con.register("s_chunk_rewrite", fields.select("url", "field").unique())
-    con.register("s_chunk_postings", _postings(fields))
-    try:
+    with staged(con, s_chunk_rewrite=fields.select("url", "field").unique(), s_chunk_postings=_postings(fields)):
         con.execute("INSERT INTO s_rewrite SELECT url, field FROM s_chunk_rewrite")
         con.execute("INSERT INTO s_postings SELECT url, field, term, tf FROM s_chunk_postings")
-    finally:
-        con.unregister("s_chunk_rewrite")
-        con.unregister("s_chunk_postings")
 
 
 @contextmanager
 def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str]) -> Iterator[None]:
     """Stage the queries (s_queries), their terms (s_query_terms) and the terms' BM25F weights in the pages holding
     them (r_weights), with integer ids for queries and terms."""
-    staged = pl.DataFrame({"query": sorted(set(queries))}, schema={"query": pl.String}).with_row_index("qid")
-    query_terms = (staged.select("qid", term=terms(pl.col("query"))).explode("term").drop_nulls("term").unique()
+    query_frame = pl.DataFrame({"query": sorted(set(queries))}, schema={"query": pl.String}).with_row_index("qid")
+    query_terms = (query_frame.select("qid", term=terms(pl.col("query"))).explode("term").drop_nulls("term").unique()
                    .with_columns(tid=pl.col("term").rank("dense").cast(pl.UInt32)))
-    con.register("s_queries", staged)
-    con.register("s_query_terms", query_terms)
     weights, bs = settings.field_values("bm25_weights"), settings.field_values("bm25_b")
     try:
-        run_sql(con, "ranker/weights", fields=list(RANK_FIELDS), weights=[weights[f] for f in RANK_FIELDS],
-                bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight)
-        yield
+        with staged(con, s_queries=query_frame, s_query_terms=query_terms):
+            run_sql(con, "ranking/ranker/weights", fields=list(RANK_FIELDS), weights=[weights[f] for f in RANK_FIELDS],
+                    bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight)
+            yield
     finally:
-        con.unregister("s_queries")
-        con.unregister("s_query_terms")
         con.execute("DROP TABLE IF EXISTS r_weights")
 
 
@@ -140,9 +132,9 @@ def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     if scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]):
         return 0
     if queries is None:
-        queries = query(con, "ranker/cycle_queries", cycle=cycle)["query"].to_list()
+        queries = query(con, "ranking/ranker/cycle_queries", cycle=cycle)["query"].to_list()
     with _weights(con, settings, [normalize_query(q) for q in queries]), transaction(con):
-        run_sql(con, "ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
+        run_sql(con, "ranking/ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
     return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])
 
 
@@ -152,12 +144,8 @@ def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: lis
     normalised and distinct. Returns (qid, url, score) for the pairs whose page is indexed."""
     if sorted(set(queries)) != queries:
         raise ValueError("pair_scores needs distinct queries in sorted order (qid = position)")
-    con.register("s_pairs", pairs.select(pl.col("qid").cast(pl.UInt32), "url"))
-    try:
-        with _weights(con, settings, queries):
-            return query(con, "ranker/pair_scores").sort("qid", "url")
-    finally:
-        con.unregister("s_pairs")
+    with staged(con, s_pairs=pairs.select(pl.col("qid").cast(pl.UInt32), "url")), _weights(con, settings, queries):
+        return query(con, "ranking/ranker/pair_scores").sort("qid", "url")
 
 
 def inherited_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
@@ -166,18 +154,15 @@ def inherited_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries
     (qid, seq, inherited_max, inherited_mean, crawled_linkers), S of the crawled pages linking to each page."""
     if sorted(set(queries)) != queries:
         raise ValueError("inherited_scores needs distinct queries in sorted order (qid = position)")
-    con.register("s_candidates", candidates.select(pl.col("qid").cast(pl.UInt32), "seq"))
-    try:
-        with _weights(con, settings, queries):
-            return query(con, "evidence/inherited")
-    finally:
-        con.unregister("s_candidates")
+    with (staged(con, s_candidates=candidates.select(pl.col("qid").cast(pl.UInt32), "seq")),
+          _weights(con, settings, queries)):
+        return query(con, "ranking/ranker/inherited")
 
 
 def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -> dict[str, float]:
     """Score of every indexed page holding a term of query ``text``, best first."""
     with _weights(con, settings, [normalize_query(text)]):
-        scores = query(con, "ranker/page_scores")
+        scores = query(con, "ranking/ranker/page_scores")
     return dict(zip(scores["url"], scores["score"], strict=True))
 
 
@@ -215,12 +200,8 @@ def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     repeated = df.filter(pl.struct("query", "rank").is_duplicated())
     if repeated.height:
         raise ValueError(f"results {path}: query and rank repeat, e.g. {repeated.row(0)}")
-    con.register("s_results", df)
-    try:
-        with transaction(con):
-            con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
-            con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",
-                        [cycle])
-    finally:
-        con.unregister("s_results")
+    with staged(con, s_results=df), transaction(con):
+        con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
+        con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",
+                    [cycle])
     return df.height

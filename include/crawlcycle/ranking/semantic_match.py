@@ -12,7 +12,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import query
+from crawlcycle.db import query, staged
 from crawlcycle.ranking import sentence_embedding
 from crawlcycle.ranking.ranker import url_text
 
@@ -23,29 +23,22 @@ PAIR_ROWS = 200_000  # (pair, text) rows scored at once: bounds the gathered vec
 def _vectors(con: duckdb.DuckDBPyConnection, texts: pl.Series) -> tuple[dict[str, int], np.ndarray]:
     """Row index per text and the matrix of their vectors, embedding (and keeping) the texts not seen before."""
     wanted = pl.DataFrame({"text": texts.unique()})
-    con.register("s_texts", wanted)
-    try:
+    with staged(con, s_texts=wanted):
         known = con.sql("SELECT v.text, v.vector FROM text_vectors v JOIN s_texts USING (text)").pl()
-    finally:
-        con.unregister("s_texts")
     new = wanted.join(known.select("text"), on="text", how="anti")["text"].to_list()
     if new:
         added = pl.DataFrame({"text": new, "vector": sentence_embedding.encode(new)},
                              schema={"text": pl.String, "vector": pl.Array(pl.Float32, 384)})
-        con.register("s_new_vectors", added)
-        con.execute("INSERT OR IGNORE INTO text_vectors SELECT text, vector FROM s_new_vectors")
-        con.unregister("s_new_vectors")
+        with staged(con, s_new_vectors=added):
+            con.execute("INSERT OR IGNORE INTO text_vectors SELECT text, vector FROM s_new_vectors")
         known = pl.concat([known, added])
     return {t: i for i, t in enumerate(known["text"].to_list())}, known["vector"].to_numpy()
 
 
 def scores(con: duckdb.DuckDBPyConnection, pairs: pl.DataFrame, queries: pl.DataFrame) -> pl.Series:
     """``semantic_match`` of each row of ``pairs`` (qid, seq), in its order; ``queries`` holds (qid, query)."""
-    con.register("s_semantic_seqs", pairs.select("seq").unique())
-    try:
-        described = query(con, "evidence/page_descriptions", anchors=ANCHORS_PER_PAGE)
-    finally:
-        con.unregister("s_semantic_seqs")
+    with staged(con, s_semantic_seqs=pairs.select("seq").unique()):
+        described = query(con, "ranking/semantic_match/page_descriptions", anchors=ANCHORS_PER_PAGE)
     described = pl.concat([
         described.filter(pl.col("url").is_null()).select("seq", "text"),
         described.filter(pl.col("url").is_not_null())

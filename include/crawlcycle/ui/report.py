@@ -96,8 +96,8 @@ def steering(settings: Settings, rows: int = HEAD_ROWS) -> tuple[pl.DataFrame, p
     """The latest cycle's most needy queries, the head of the next batch with why each URL is in it, and every origin
     held out of the batches (the most waiting URLs first)."""
     with connect(settings, read_only=True) as con:
-        needy = query(con, "report/needy_queries", rows=rows)
-        batch = query(con, "report/batch", rows=rows)
+        needy = query(con, "ui/report/needy_queries", rows=rows)
+        batch = query(con, "ui/report/batch", rows=rows)
         held = con.sql("SELECT * FROM v_origins_held").pl()
     return needy, batch, held
 

@@ -1,6 +1,7 @@
--- Stage the shards' parse output for merge_parse as temp tables s_pages, s_links, s_new and s_rejects, from the
--- files listed by $pages, $links and $rejects (see stage_fetch_files), the staged fetch output, and s_duplicates:
--- duplicate_of and exact_copy of each 2xx page by its place, as mark_stored_duplicates set them.
+-- Stage the shards' parse output for merge_parse as temp tables s_pages, s_links, s_found_links, s_redirects and
+-- s_rejects (discovered_urls makes s_new of them), from the files listed by $pages, $links and $rejects (see
+-- stage_fetch_files), the staged fetch output, and s_duplicates: duplicate_of and exact_copy of each 2xx page by its
+-- place, as mark_stored_duplicates set them.
 -- inputs: s_duplicates, s_fetch_log, s_sitemap_urls
 CREATE OR REPLACE TEMP TABLE s_pages AS
 SELECT p.url, p.status, p.content_type, p.title, p.text, p.description, p.lang, p.content_hash, p.simhash,
@@ -26,21 +27,6 @@ SELECT src, dst, anchor, context, nofollow
 FROM s_found_links
 QUALIFY row_number() OVER (PARTITION BY src, dst, anchor ORDER BY seq) = 1
 ORDER BY seq;
--- URLs discovered, in discovery order: followed links, redirect targets, then the URLs sitemaps list. host_of runs
--- once per URL: most are found many times.
-CREATE OR REPLACE TEMP TABLE s_new AS
-WITH found AS MATERIALIZED (
-    SELECT src, dst AS url, 'link' AS source, 1 AS part, 0 AS file_index, seq AS row_index
-    FROM s_found_links WHERE NOT nofollow
-    UNION ALL
-    SELECT url, final_url, 'redirect', 2, file_index, row_index FROM s_redirects
-    UNION ALL
-    SELECT sitemap, url, 'sitemap', 3, file_index, row_index FROM s_sitemap_urls WHERE reason IS NULL
-), hosts AS (
-    SELECT url, host_of(url) AS host FROM (SELECT DISTINCT url FROM found)
-)
-SELECT row_number() OVER (ORDER BY part, file_index, row_index) - 1 AS seq, src, url, source, host
-FROM found LEFT JOIN hosts USING (url);
 -- Links refused by the parse, then URLs refused by sitemaps.
 CREATE OR REPLACE TEMP TABLE s_rejects AS
 SELECT src, raw, reason

@@ -1,5 +1,5 @@
 -- Inherited relevance of the candidate pairs (s_candidates: qid, seq; s_queries: qid, query): the reference
--- ranker's score S of each crawled, indexed page linking to the page, for the query (r_weights, ranker/weights.sql,
+-- ranker's score S of each crawled, indexed page linking to the page, for the query (r_weights, ranking/ranker/weights.sql,
 -- staged for the same qids; 0 where the linking page holds no query term). Max and mean over those pages, and how
 -- many there are. The linking pages are listed once per page, not per pair: a page linked from every crawled page
 -- would otherwise make queries x linking pages rows.
