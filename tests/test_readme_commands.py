@@ -32,6 +32,7 @@ VENV = Path(sys.executable).parents[1]
 _FENCE = re.compile(r"^[ \t]*```(\w*)[ \t]*\n(.*?)^[ \t]*```", flags=re.MULTILINE | re.DOTALL)
 
 # Each command the tests cannot run, with the reason and where it is tested instead.
+CONTAINERS = "needs podman, root and minutes of image builds; tests/test_container_stack.py runs it"
 EXCLUDED = {
     "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
                  "under a real scheduler and tests/test_dag.py runs the DAG",
@@ -81,6 +82,35 @@ EXCLUDED = {
         "needs the running deployment; tests/test_docker.py, and tests/test_scheduler.py for the backfill",
     "CRAWLCYCLE_SHARDS=8 docker-compose -f docker/docker-compose.yml up -d --scale worker=4":
         "needs a Docker daemon; tests/test_docker.py",
+    # docs/howto/containers.md: what tests/test_container_stack.py runs, as root with podman
+    'docker build -f docker/Dockerfile -t crawlcycle-airflow --secret '
+    'id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt .': CONTAINERS,
+    'apt-get install -y podman runc netavark aardvark-dns debootstrap docker-compose': CONTAINERS,
+    'export CONTAINERS_CONF=$PWD/docker/podman-containers.conf': CONTAINERS,
+    'debootstrap --variant=minbase bookworm ~/.cache/crawlcycle-containers/rootfs '
+    'http://deb.debian.org/debian': CONTAINERS,
+    'tar -C ~/.cache/crawlcycle-containers/rootfs -cf ~/.cache/crawlcycle-containers/debian-bookworm-'
+    'minbase.tar .': CONTAINERS,
+    'podman import ~/.cache/crawlcycle-containers/debian-bookworm-minbase.tar localhost/crawlcycle-'
+    'debian:bookworm': CONTAINERS,
+    'podman build --format docker -f docker/services.Dockerfile --build-arg '
+    'BASE_IMAGE=localhost/crawlcycle-debian:bookworm -t localhost/crawlcycle-services:test .': CONTAINERS,
+    'podman build --format docker -f docker/Dockerfile --build-arg BASE_IMAGE=localhost/crawlcycle-'
+    'debian:bookworm --secret id=pip_cert,src=/etc/ssl/certs/ca-certificates.crt -t '
+    'localhost/crawlcycle-airflow:test .': CONTAINERS,
+    'setsid -f podman system service --time=0 unix:///run/crawlcycle-podman.sock': CONTAINERS,
+    "setsid -f sh -c 'while sleep 5; do podman ps -q --filter health=starting | xargs -r -n 1 podman "
+    "healthcheck run; done'": CONTAINERS,
+    'export DOCKER_HOST=unix:///run/crawlcycle-podman.sock AIRFLOW_JWT_SECRET=$(openssl rand -hex 32)'
+    ' AIRFLOW_PORT=8080 CRAWLCYCLE_IMAGE=localhost/crawlcycle-airflow:test '
+    'POSTGRES_IMAGE=localhost/crawlcycle-services:test REDIS_IMAGE=localhost/crawlcycle-services:test': CONTAINERS,
+    'docker-compose -p crawlcycle-stack-test -f docker/docker-compose.yml up -d --no-build': CONTAINERS,
+    'docker-compose -p crawlcycle-stack-test -f docker/docker-compose.yml exec -T scheduler airflow '
+    'dags unpause crawl_cycle': CONTAINERS,
+    'docker-compose -p crawlcycle-stack-test -f docker/docker-compose.yml exec -T scheduler airflow '
+    'backfill create --dag-id crawl_cycle --from-date 2026-11-01 --to-date 2026-11-02 --max-active-'
+    'runs 1': CONTAINERS,
+    'docker-compose -p crawlcycle-stack-test -f docker/docker-compose.yml down -v': CONTAINERS,
 }
 
 # A copy of crawlcycle.toml with these values: a small demo web, so the run takes about a minute.
