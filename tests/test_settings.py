@@ -128,6 +128,9 @@ def test_a_key_in_the_wrong_table_or_an_unknown_table_is_refused(tmp_path: Path)
     cfg.write_text("[fetch]\nmin_delay = 2\n")
     with pytest.raises(SettingsError, match=r"^setting min_delay: belongs in \[politeness\], not \[fetch\]"):
         load_settings(cfg, environ={})
+    cfg.write_text("[fetch]\nMin-Delay = 2\n")  # a key is the setting in any spelling the loader takes
+    with pytest.raises(SettingsError, match=r"^setting Min-Delay: belongs in \[politeness\], not \[fetch\]"):
+        load_settings(cfg, environ={})
     cfg.write_text("[fetching]\nmin_delay = 2\n")
     with pytest.raises(SettingsError, match=r"unknown table \[fetching\]; the tables are storage, orchestration"):
         load_settings(cfg, environ={})
@@ -155,6 +158,12 @@ def test_a_flat_file_and_former_names_are_read_with_one_note_naming_the_new_keys
     assert res.stderr.splitlines() == ["crawlcycle: note: environment: CRAWLCYCLE_RETRY_LIMIT is now [fetch] "
                                        "url_attempts"]
     assert _load_in_a_process(sectioned, {}).stderr == ""
+    cfg.write_text("[crawlcycle]\nMin-Delay = 2.5\nRETRY_LIMIT = 5\n")
+    res = _load_in_a_process(cfg, {})
+    assert res.stdout.split() == ["5", "2.5"], res.stderr
+    assert res.stderr.splitlines() == [f"crawlcycle: note: {cfg}: keys outside a section table are read until the "
+                                       "next release; write them as [fetch] url_attempts; [politeness] min_delay; "
+                                       "RETRY_LIMIT is now [fetch] url_attempts"]
 
 
 def test_every_former_name_points_at_a_setting_and_is_documented() -> None:

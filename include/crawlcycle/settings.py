@@ -480,15 +480,20 @@ def _coerce(name: str, raw: Any) -> Any:
         raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r}") from None
 
 
+def _name(key: str) -> str:
+    """The setting a key of a file, the environment or the overrides names (any case, '-' for '_', a former
+    name for its new one)."""
+    name = key.lower().replace("-", "_")
+    return RENAMED.get(name, name)
+
+
 def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: list[str] | None = None) -> None:
-    """Coerce ``values`` (setting name -> raw value) into ``base``; a former name in RENAMED is taken for its new
-    one and noted in ``renamed``."""
+    """Coerce ``values`` (key -> raw value) into ``base``; a former name in RENAMED is taken for its new one and
+    noted in ``renamed``."""
     for key, raw in values.items():
-        name = key.lower().replace("-", "_")
-        if name in RENAMED:
-            name = RENAMED[name]
-            if renamed is not None:
-                renamed.append(f"{key} is now [{SECTION_OF[name]}] {name}")
+        name = _name(key)
+        if name != key.lower().replace("-", "_") and renamed is not None:
+            renamed.append(f"{key} is now [{SECTION_OF[name]}] {name}")
         if name not in SETTING_NAMES:
             raise SettingsError(f"setting {key}: unknown setting (from {source})")
         if raw is None:
@@ -517,14 +522,15 @@ def _read_toml(path: Path, values: dict[str, Any]) -> None:
             raise SettingsError(f"setting config: {path}: unknown table [{section}]; the tables are "
                                 f"{', '.join(SECTIONS)}")
         for key in table:
-            name = RENAMED.get(key, key)
+            name = _name(key)
             if name in SECTION_OF and SECTION_OF[name] != section:
                 raise SettingsError(f"setting {key}: belongs in [{SECTION_OF[name]}], not [{section}] (from {path})")
         _apply(values, table, str(path), renamed)
     _apply(values, flat, str(path), renamed)
     if flat:
-        moved = "; ".join(f"[{s}] " + ", ".join(n for n in (RENAMED.get(k, k) for k in flat) if SECTION_OF[n] == s)
-                          for s in SECTIONS if any(SECTION_OF[RENAMED.get(k, k)] == s for k in flat))
+        names = [_name(key) for key in flat]  # all known: _apply refused any other
+        moved = "; ".join(f"[{s}] " + ", ".join(n for n in names if SECTION_OF[n] == s)
+                          for s in SECTIONS if s in {SECTION_OF[n] for n in names})
         renamed.insert(0, f"keys outside a section table are read until the next release; write them as {moved}")
     if renamed:
         _note(f"{path}: " + "; ".join(renamed))
