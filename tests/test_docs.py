@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from crawlcycle.cli import build_parser
+from crawlcycle.cli import build_parser, commands
 from crawlcycle.contracts.policies import REGISTRY
 from crawlcycle.settings import SECTIONS, SETTING_NAMES, describe
 
@@ -50,8 +50,7 @@ def nav_pages() -> list[str]:
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
-    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
+    return commands(build_parser())
 
 
 def test_settings_table_lists_every_setting_with_its_default() -> None:

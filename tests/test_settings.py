@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.cli import build_parser, main
+from crawlcycle.cli import build_parser, commands, main
 from crawlcycle.contracts.canonical import UrlRules
 from crawlcycle.settings import (
     RENAMED,
@@ -178,8 +178,7 @@ def test_the_parse_section_holds_every_url_rule() -> None:
 
 
 def _flags(command: str) -> set[str]:
-    (sub,) = [a for a in build_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict)]
-    return {a.dest for a in sub.choices[command]._actions}
+    return {a.dest for a in commands(build_parser())[command]._actions}
 
 
 def test_a_command_takes_the_settings_of_the_sections_it_uses_only() -> None:

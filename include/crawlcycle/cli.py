@@ -329,6 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each subcommand of ``build_parser()``, by name, in its order."""
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
 # The modules of the install's extras (pyproject.toml), by the extra that brings them.
 EXTRAS = {"matplotlib": "lab", "bm25s": "lab", "Stemmer": "lab", "celery": "celery", "psycopg2": "celery",
           "redis": "celery", "asyncpg": "celery", "airflow.providers.celery": "celery"}
@@ -338,8 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, so the line names the command whose --help to read
-        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+        commands(parser)[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     # SIGTERM (a service manager, `timeout`, `kill`) unwinds like Ctrl-C, so every process a command started (Airflow,
     # the demo web, PostgreSQL, Redis) is stopped on the way out; SIGINT is set too because a shell starts
     # background jobs with it ignored.
