@@ -277,13 +277,8 @@ def _dag_known(airflow: AirflowStack) -> bool:
         return False
 
 
-def _dt(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
 # Run in the writer container, the only one that mounts the crawl database: the cycles and the rows of each.
 CRAWL_STATE = """
-import itertools
 import json
 from crawlcycle.db import connect
 from crawlcycle.settings import load_settings
@@ -378,7 +373,7 @@ def _check_stack(stack: Stack, containers: list[dict], folder: Path, say: Callab
     assert {r["task"] for r in rows if r["worker"] == WRITER} == set(DB_TASKS)
     assert len([r for r in rows if r["task"] in DB_TASKS]) == len(CYCLES) * len(DB_TASKS)
     # The writer's one slot: no two DuckDB tasks ran at once, in the order their start and end times give.
-    db_tis = sorted(((_dt(ti["start_date"]), _dt(ti["end_date"]), ti["task_id"])
+    db_tis = sorted(((datetime.fromisoformat(ti["start_date"]), datetime.fromisoformat(ti["end_date"]), ti["task_id"])
                      for run in runs for ti in airflow.task_instances(run["dag_run_id"])
                      if ti["task_id"] in DB_TASKS), key=lambda t: t[0])
     overlaps = [(a[2], b[2]) for a, b in itertools.pairwise(db_tis) if b[0] < a[1]]
