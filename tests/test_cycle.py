@@ -19,7 +19,8 @@ from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import POLICIES, Settings
+from crawlcycle.settings import POLICIES, Settings, write_toml
+from tests.support.cli import run_cli
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
 
@@ -83,6 +84,22 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
         assert types[0] == "warcinfo" and types.count("warcinfo") == 1
         records += types
     assert check.returncode == 0 and check.stdout.count("digest pass") == len(records) > 20, check.stdout[-2000:]
+
+
+def test_a_cycle_lets_other_processes_into_the_database_while_it_fetches_and_parses(settings: Settings,
+                                                                                   tmp_path: Path) -> None:
+    """run_cycle holds the database open across its other tasks (they share one DuckDB instance) but not across
+    fetch and parse, which can take long on the live web: a query from another process gets in then."""
+    stages.init(settings)
+    write_toml(settings, tmp_path / "s.toml")
+    answered = {}
+
+    def progress(message: str) -> None:
+        if " shard 1/" in message:
+            task = message.split()[2]
+            answered[task] = run_cli("sql", "SELECT count(*) FROM batches", config=tmp_path / "s.toml").returncode
+    stages.run_cycle(settings, DAY1, progress=progress)
+    assert answered == {"fetch": 0, "parse": 0}
 
 
 def test_a_sitemap_brings_the_pages_it_lists_into_the_frontier(settings: Settings, demo_web: DemoWeb,

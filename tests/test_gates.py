@@ -156,6 +156,12 @@ def test_a_clean_crawl_passes_every_gate_and_writes_its_report(golden: Settings)
     assert all(ok and sev == "fail" for _, _, ok, sev, _ in rows)
     reports = {Path(r) for *_, r in rows}
     assert len(reports) == 4 and all(p.is_file() and "<html" in p.read_text().lower() for p in reports)
+    # A page per dataset, linked from the index; GX's fonts and images are one file however many reports use them.
+    for p in reports:
+        pages = sorted(q.relative_to(p.parent).as_posix() for q in p.parent.rglob("*.html") if q != p)
+        assert pages and all(page.startswith("validations/") and page in p.read_text() for page in pages)
+    logos = [p.parent / "static" / "images" / "logo-long.png" for p in reports]
+    assert len({logo.stat().st_ino for logo in logos}) == 1 and logos[0].stat().st_nlink > 4
 
 
 @pytest.mark.parametrize("check", sorted(CORRUPTIONS))

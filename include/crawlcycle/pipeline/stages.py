@@ -12,8 +12,9 @@ import json
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import date
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import polars as pl
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.contracts.errors import InputError
-from crawlcycle.db import connect, migrate, run_sql, scalar, staged, transaction
+from crawlcycle.db import connect, held_open, migrate, run_sql, scalar, staged, transaction
 from crawlcycle.models import improvability, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
@@ -342,18 +343,22 @@ def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str]
     """One whole cycle in this process: the tasks of STAGE_ORDER in turn (a shard task's shards one after the
     other), as the DAG runs them; close, the last, gives the cycle's summary."""
     inputs: dict[str, Any] = {"start": interval_start, "end": None, "run_id": "manual"}
-    for t in STAGE_ORDER:
-        if t.kind == SHARD:
-            out = []
-            for i, shard in enumerate(inputs["shards"], 1):
-                out.append(t.run(settings, {**inputs, "shard": shard}))
-                progress(f"cycle {inputs['cycle']}: {t.name} shard {i}/{len(inputs['shards'])} done")
-        else:
-            out = t.run(settings, inputs)
-        if t.gives:
-            inputs[t.gives] = out
-        if t.name == "begin":
-            _report_query_log(settings, out, interval_start, progress)
+    # The tasks around fetch and parse share one open database; fetch and parse, which can take long on the live web,
+    # leave it to other readers (crawlcycle sql, a report).
+    for on_shards, tasks in groupby(STAGE_ORDER, key=lambda t: t.kind == SHARD):
+        with nullcontext() if on_shards else held_open(settings):
+            for t in tasks:
+                if on_shards:
+                    out = []
+                    for i, shard in enumerate(inputs["shards"], 1):
+                        out.append(t.run(settings, {**inputs, "shard": shard}))
+                        progress(f"cycle {inputs['cycle']}: {t.name} shard {i}/{len(inputs['shards'])} done")
+                else:
+                    out = t.run(settings, inputs)
+                if t.gives:
+                    inputs[t.gives] = out
+                if t.name == "begin":
+                    _report_query_log(settings, out, interval_start, progress)
     progress(f"cycle {inputs['cycle']}: {out['fetched']} fetched, {out['errors']} errors, "
              f"{out['new_urls']} new URLs, next batch {out['next_batch']}")
     return out

@@ -114,6 +114,29 @@ def load_gx() -> ModuleType:
     return gx
 
 
+@cache
+def _context() -> Any:
+    """This process's GX context. GX writes a context's whole configuration out again (as YAML, even in memory) on
+    every data source, asset, batch definition or site it adds: those are added once per process, not per gate."""
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = load_gx().get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return context
+
+
+def _data_source(context: Any, stage: str) -> Any:
+    sources = context.data_sources.all()
+    return sources[stage] if stage in sources else context.data_sources.add_pandas(stage)
+
+
+def _whole_frame(source: Any, dataset: str) -> Any:
+    """The batch definition of a whole frame handed over as dataset ``dataset``."""
+    if dataset not in source.get_asset_names():
+        return source.add_dataframe_asset(dataset).add_batch_definition_whole_dataframe("all rows")
+    return source.get_asset(dataset).get_batch_definition("all rows")
+
+
 def _stage_shard_views(con: duckdb.DuckDBPyConnection, stage: str, shard_dirs: list[Path]) -> None:
     for view, name in _SHARD_VIEWS.get(stage, {}).items():
         files = [str(d / name).replace("'", "''") for d in shard_dirs if (d / name).exists()]
@@ -170,19 +193,26 @@ def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cyc
     severity = _severities(settings)
     checks = suites(settings)[stage]
     gx = load_gx()
-    from great_expectations.data_context.types.base import ProgressBarsConfig  # loaded with gx: free
-
     frames = _datasets(con, settings, stage, cycle, shard_dirs, checks)
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
     report = Path(settings.data_dir) / "quality" / f"{cycle:05d}" / stage
     shutil.rmtree(report, ignore_errors=True)  # a re-run's report replaces the earlier one
-    for site in context.get_site_names():
-        context.delete_data_docs_site(site)
-    context.add_data_docs_site(site_name="gates", site_config={
+    context = _context()
+    # Read by build_data_docs as it is; setting it does not write the configuration out. The validation pages show
+    # every check with its outcome: the suites' own pages would only repeat them.
+    context.variables.data_docs_sites = {"gates": {
         "class_name": "SiteBuilder", "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(report)}})
-    source = context.data_sources.add_pandas(stage)
+        "site_section_builders": {"expectations": "0", "profiling": "0"},
+        "store_backend": {"class_name": "ReportFiles", "module_name": "crawlcycle.quality.report_files",
+                          "base_directory": str(report),
+                          "shared_static": str(report.parents[1] / "static" / gx.__version__)}}}
+    # The report shows this gate's suites and results only: the earlier gates' go.
+    for definition in context.validation_definitions.all():
+        context.validation_definitions.delete(definition.name)
+    for suite in context.suites.all():
+        context.suites.delete(suite.name)
+    for key in context.validation_results_store.list_keys():
+        context.validation_results_store.remove_key(key)
+    source = _data_source(context, stage)
     outcomes: dict[str, Outcome] = {}
     for dataset, frame in frames.items():
         mine = [c for c in checks if c.dataset == dataset]
@@ -195,7 +225,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cyc
         for c in run:
             suite.add_expectation(getattr(gx.expectations, c.expectation)(**c.kwargs, meta={"check": c.name,
                                                                                             "meaning": c.meaning}))
-        batch = source.add_dataframe_asset(dataset).add_batch_definition_whole_dataframe("all rows")
+        batch = _whole_frame(source, dataset)
         result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=batch, suite=suite).run(
             batch_parameters={"dataframe": frame},
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": _EXAMPLES})
