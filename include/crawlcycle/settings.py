@@ -480,11 +480,14 @@ def _coerce(name: str, raw: Any) -> Any:
         raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r}") from None
 
 
+def _spelled(key: str) -> str:
+    """A key of a file, the environment or the overrides as settings are named: any case, '-' for '_'."""
+    return key.lower().replace("-", "_")
+
+
 def _name(key: str) -> str:
-    """The setting a key of a file, the environment or the overrides names (any case, '-' for '_', a former
-    name for its new one)."""
-    name = key.lower().replace("-", "_")
-    return RENAMED.get(name, name)
+    """The setting a key names (a former name gives its new one)."""
+    return RENAMED.get(_spelled(key), _spelled(key))
 
 
 def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: list[str] | None = None) -> None:
@@ -492,7 +495,7 @@ def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: l
     noted in ``renamed``."""
     for key, raw in values.items():
         name = _name(key)
-        if name != key.lower().replace("-", "_") and renamed is not None:
+        if _spelled(key) in RENAMED and renamed is not None:
             renamed.append(f"{key} is now [{SECTION_OF[name]}] {name}")
         if name not in SETTING_NAMES:
             raise SettingsError(f"setting {key}: unknown setting (from {source})")
