@@ -262,7 +262,8 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
 def write_shard(con: duckdb.DuckDBPyConnection, settings: Settings, c: int) -> None:
     """What cycle C's fetch and parse left for the gates: its batch and fetch log in the tables, and the shard
     files; requests to a host follow each other 1.5 s apart (the delay is 1 s)."""
-    con.execute("INSERT INTO batches SELECT $cycle, url, host, row_number() OVER (ORDER BY url), 'hybrid', 1.0, NULL "
+    con.execute("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority) "
+                "SELECT $cycle, $cycle - 1, url, host, row_number() OVER (ORDER BY url), 'hybrid', 1.0 "
                 "FROM pages WHERE cycle = $cycle", {"cycle": c})
     con.execute("INSERT INTO fetch_log (cycle, shard, url, host, final_url, status, bytes, content_type, started_at, "
                 "finished_at, elapsed_ms, truncated, outcome) "

@@ -55,7 +55,7 @@ def test_init_cycle_report(settings: Settings, tmp_path: Path) -> None:
     assert gates and float(gates[1]) > 0 and float(gates[2]) > 0
     # the report ends with the head of the next batch, whose first URL is the batch's rank 1
     with connect(settings, read_only=True) as con:
-        first = con.execute("SELECT url FROM batches WHERE cycle = 2 AND rank = 1").fetchall()[0][0]
+        first = con.execute("SELECT url FROM batches WHERE fetch_cycle = 2 AND rank = 1").fetchall()[0][0]
     assert "head of the next batch" in report and first[:60] in report.split("head of the next batch")[1]
 
 

@@ -286,7 +286,7 @@ with connect(load_settings(), read_only=True) as con:
     q = lambda sql: con.execute(sql).fetchall()
     print(json.dumps({
         "cycles": q("SELECT cycle, run_id, status, fetched FROM cycles ORDER BY cycle"),
-        "batch_urls": dict(q("SELECT cycle, count(*) FROM batches GROUP BY cycle")),
+        "batch_urls": dict(q("SELECT fetch_cycle, count(*) FROM batches GROUP BY fetch_cycle")),
         "fetch_log": dict(q("SELECT cycle, count(*) FROM fetch_log GROUP BY cycle")),
         "pages": q("SELECT count(*) FROM pages")[0][0],
     }, default=str))

@@ -41,7 +41,7 @@ def test_crawl_page_in_the_airflow_ui(demo_web: DemoWeb, demo_server: int, tmp_p
     write_toml(settings, tmp_path / "settings.toml")
     with connect(settings, read_only=True) as con:
         cycles = con.execute("SELECT cycle, fetched, errors, new_urls FROM cycles ORDER BY cycle").fetchall()
-        batch = con.execute("SELECT url, priority FROM batches WHERE cycle = 3 ORDER BY rank").fetchall()
+        batch = con.execute("SELECT url, priority FROM batches WHERE fetch_cycle = 3 ORDER BY rank").fetchall()
         errors = con.execute("SELECT count(*) FROM fetch_log WHERE cycle = 2 AND error_class IS NOT NULL").fetchall()
     stack = AirflowStack(tmp_path / "airflow", port=free_port(), config=tmp_path / "settings.toml",
                          log=lambda m: None)

@@ -60,8 +60,9 @@ def test_close_exports_the_tables_the_page_shows(crawled: Settings) -> None:
     assert [(g["cycle"], g["gate"], g["checks"], g["passed"]) for g in t["gates"]] == _q(
         crawled, "SELECT cycle, gate, count(*), count(*) FILTER (WHERE success) FROM dq_results GROUP BY ALL "
                  "ORDER BY 1, 2")
-    assert [(b["cycle"], b["rank"], b["url"], b["priority"]) for b in t["batch"]] == _q(
-        crawled, "SELECT cycle, rank, url, priority FROM batches WHERE cycle = 3 ORDER BY rank")
+    assert [(b["fetch_cycle"], b["score_cycle"], b["rank"], b["url"], b["priority"]) for b in t["batch"]] == _q(
+        crawled, "SELECT fetch_cycle, score_cycle, rank, url, priority FROM batches WHERE fetch_cycle = 3 "
+                 "ORDER BY rank")
     assert [(h["host"], h["fetches"], h["errors"]) for h in sorted(t["hosts"], key=lambda h: h["host"])] == _q(
         crawled, "SELECT h.host, count(l.url), count(l.error_class) FROM hosts h LEFT JOIN fetch_log l USING (host) "
                  "GROUP BY 1 ORDER BY 1")
@@ -87,7 +88,7 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
     shown = dict(zip(_cells(doc, "fetch-errors", "error_class"), _cells(doc, "fetch-errors", "urls"), strict=True))
     assert {k: int(v) for k, v in shown.items() if k in dict(errors)} == dict(errors)
     batch = _q(crawled, "SELECT rank, url, priority, parts->'needy_queries', parts->'needy_odds' FROM batches "
-                        "WHERE cycle = 3 ORDER BY rank")
+                        "WHERE fetch_cycle = 3 ORDER BY rank")
     assert _cells(doc, "batch", "url") == [b[1] for b in batch]
     assert [float(p) for p in _cells(doc, "batch", "priority")] == pytest.approx([b[2] for b in batch], rel=1e-3)
     # each needy query with the odds the URL enters its top K

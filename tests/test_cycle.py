@@ -14,15 +14,19 @@ import duckdb
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcycle.db import connect
+from crawlcycle.db import SQL_DIR, connect, migrate, run_sql
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.fetch.robots import RobotsRules, origin_of
+from crawlcycle.ordering import registry
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import POLICIES, Settings, write_toml
+from crawlcycle.settings import POLICIES, Settings, load_settings, write_toml
 from tests.support.cli import run_cli
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
+# Rows of a cycle a replay's rollback leaves for the stage that writes them to replace: the cycle's own row (begin),
+# its gate results (each gate its own) and the ranker index (the refit syncs it with the pages).
+KEPT_BY_ROLLBACK = {("cycles", "cycle"), ("dq_results", "cycle"), ("posting_docs", "cycle")}
 
 
 def _q(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
@@ -44,13 +48,14 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
         assert _q(con, "SELECT count(*) - count(DISTINCT url) FROM fetch_log")[0][0] == 0
         assert _q(con, "SELECT count(*) FROM v_frontier_open JOIN pages USING (url)")[0][0] == 0
         # The next batch respects the size and per-host cap and avoids crawled URLs.
-        per_host = _q(con, "SELECT max(n), sum(n) FROM (SELECT count(*) n FROM batches WHERE cycle = 3 GROUP BY host)")
+        per_host = _q(con, "SELECT max(n), sum(n) FROM (SELECT count(*) n FROM batches WHERE fetch_cycle = 3 "
+                           "GROUP BY host)")
         assert 0 < per_host[0][1] <= settings.batch_size and per_host[0][0] <= settings.per_host_cap
-        assert _q(con, "SELECT count(*) FROM batches b JOIN pages p USING (url) WHERE b.cycle = 3")[0][0] == 0
+        assert _q(con, "SELECT count(*) FROM batches b JOIN pages p USING (url) WHERE b.fetch_cycle = 3")[0][0] == 0
         # robots.txt: no batch ever held a URL its origin's robots.txt disallows.
         origins = {o: RobotsRules.from_stored(s, t, settings.robots_token)
                    for o, s, t in _q(con, "SELECT origin, status, robots_txt FROM robots")}
-        batch = _q(con, "SELECT url FROM batches WHERE cycle > 1")
+        batch = _q(con, "SELECT url FROM batches WHERE fetch_cycle > 1")
         assert batch and all(origins[origin_of(u)].allowed(u) for u, in batch if origin_of(u) in origins)
         # robots.txt was fetched (or found missing) for every origin fetched from, once.
         fetched_origins = {origin_of(u) for u, in _q(con, "SELECT url FROM fetch_log WHERE started_at IS NOT NULL")}
@@ -70,7 +75,7 @@ def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
         assert Path(_q(con, "SELECT file FROM model_runs WHERE model = 's_prime' AND cycle = 2")[0][0]).is_file()
         assert "coefficients" in json.loads(_q(con, "SELECT metrics FROM model_runs WHERE model = 'prestige' "
                                                     "AND cycle = 2")[0][0])
-        assert _q(con, "SELECT count(DISTINCT policy) FROM batches WHERE cycle > 1") == [(1,)]
+        assert _q(con, "SELECT count(DISTINCT policy) FROM batches WHERE fetch_cycle > 1") == [(1,)]
         assert _q(con, "SELECT any_value(policy) FROM batches") == [("hybrid",)]
     # Every WARC the cycles wrote passes warcio's own check (record digests), and opens with a warcinfo record.
     warcs = sorted(Path(settings.data_dir).glob("cycles/*/shard-*/responses.warc.gz"))
@@ -129,13 +134,65 @@ def test_a_sitemap_brings_the_pages_it_lists_into_the_frontier(settings: Setting
 
 
 def test_replaying_an_interval_leaves_identical_tables(settings: Settings) -> None:
+    """The replay's rollback takes out what the earlier run of the cycle wrote: in every table of the catalog, the rows
+    whose ``cycle`` (or ``score_cycle``: the scores and the batch and probes they chose) names it, and none whose
+    ``fetch_cycle`` does (the batch it fetched, chosen by the cycle before). The re-run writes every table again,
+    equal."""
     stages.init(settings)
     stages.run_cycle(settings, DAY1, progress=lambda m: None)
     stages.run_cycle(settings, DAY2, progress=lambda m: None)
     before = table_digest(settings)
+    with connect(settings) as con:
+        named = _q(con, "SELECT c.table_name, c.column_name FROM duckdb_columns() c JOIN duckdb_tables() t "
+                        "ON t.table_oid = c.table_oid WHERE c.column_name IN ('cycle', 'score_cycle', 'fetch_cycle') "
+                        "ORDER BY ALL")
+        assert {("frontier_scores", "score_cycle"), ("batches", "score_cycle"), ("batches", "fetch_cycle"),
+                ("probes", "score_cycle"), ("probes", "fetch_cycle")} <= set(named)
+        written = {(t, c): _q(con, f"SELECT count(*) FROM {t} WHERE {c} = 2")[0][0] for t, c in named}
+        assert written["frontier_scores", "score_cycle"] and written["batches", "score_cycle"]
+        assert written["batches", "fetch_cycle"]
+        con.begin()
+        run_sql(con, "pipeline/update/rollback_cycle", cycle=2)
+        registry.clear_cycle(con, 2)
+        left = {(t, c): _q(con, f"SELECT count(*) FROM {t} WHERE {c} = 2")[0][0] for t, c in named}
+        con.rollback()
+    assert {k: n for k, n in left.items() if n and k not in KEPT_BY_ROLLBACK} == {
+        k: n for k, n in written.items() if k[1] == "fetch_cycle" and n}
     again = stages.run_cycle(settings, DAY2, progress=lambda m: None)
     assert again["cycle"] == 2
     assert table_digest(settings) == before
+
+
+def test_a_database_from_before_the_two_cycle_names_keeps_its_rows(tmp_path: Path) -> None:
+    """A database of the migrations before 020, whose frontier_scores, batches and probes say `cycle`: the migration
+    renames the columns and carries every row over, a batch row and a probe with the cycle whose scores chose it."""
+    s = load_settings(environ={}, overrides={"db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path)})
+    with connect(s) as con:
+        run_sql(con, "migrations/schema_migrations")
+        for path in sorted((SQL_DIR / "migrations").glob("[0-9][0-9][0-9]_*.sql")):
+            if int(path.name[:3]) < 20:
+                run_sql(con, f"migrations/{path.stem}")
+                con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [int(path.name[:3]),
+                                                                                           path.stem])
+        con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) VALUES "
+                    "('http://a.test/1', 'a.test', 1, 1, 'seed'), ('http://a.test/2', 'a.test', 1, 2, 'link')")
+        con.execute("""INSERT INTO frontier_scores VALUES (1, 'http://a.test/1', 0.5, '{"p": 1}'),
+                       (2, 'http://a.test/2', 0.25, NULL)""")
+        con.execute("""INSERT INTO batches VALUES (2, 'http://a.test/1', 'a.test', 1, 'bfs', 0.5, '{"p": 1}'),
+                       (3, 'http://a.test/2', 'a.test', 1, 'bfs', 0.25, NULL)""")
+        con.execute("INSERT INTO probes VALUES (3, 'http://b.test', 'b.test', 'new', 'http://b.test/x', 0.125)")
+        assert migrate(con) == ["020_fetch_and_score_cycles"]
+        assert _q(con, "SELECT * FROM frontier_scores ORDER BY ALL") == [
+            (1, "http://a.test/1", 0.5, '{"p": 1}'), (2, "http://a.test/2", 0.25, None)]
+        assert _q(con, "SELECT fetch_cycle, score_cycle, url, host, rank, policy, priority, parts FROM batches "
+                       "ORDER BY ALL") == [(2, 1, "http://a.test/1", "a.test", 1, "bfs", 0.5, '{"p": 1}'),
+                                           (3, 2, "http://a.test/2", "a.test", 1, "bfs", 0.25, None)]
+        assert _q(con, "SELECT fetch_cycle, score_cycle, origin, host, reason, best_url, best_priority "
+                       "FROM probes") == [(3, 2, "http://b.test", "b.test", "new", "http://b.test/x", 0.125)]
+        assert _q(con, "SELECT fetch_cycle, score_cycle, url FROM v_next_batch") == [(3, 2, "http://a.test/2")]
+        with pytest.raises(duckdb.ConstraintException):  # the keys hold as before
+            con.execute("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority) "
+                        "VALUES (3, 2, 'http://a.test/2', 'a.test', 2, 'bfs', 0.1)")
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -145,7 +202,7 @@ def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str)
     stages.run_cycle(s, DAY1, progress=lambda m: None)
     with connect(s, read_only=True) as con:
         rows = _q(con, "SELECT b.rank, b.priority, f.discovery_seq, f.in_links, f.pagerank FROM batches b "
-                       "JOIN frontier f USING (url) WHERE b.cycle = 2 ORDER BY b.rank")
+                       "JOIN frontier f USING (url) WHERE b.fetch_cycle = 2 ORDER BY b.rank")
     assert rows and [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
     key = {"bfs": lambda r: -r[2], "indegree": lambda r: r[3], "pagerank": lambda r: r[4]}.get(policy)
     if key:  # the batch is ordered by the policy's own signal (per-host cap aside)

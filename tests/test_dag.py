@@ -83,7 +83,7 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
         assert [(c, str(d), s) for c, d, s, _ in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
         assert all(f > 0 for *_, f in cycles)
         assert con.execute("SELECT count(*) - count(DISTINCT url) FROM fetch_log").fetchall()[0][0] == 0
-        worst = con.execute("SELECT max(n) FROM (SELECT count(*) n FROM batches WHERE cycle = 3 GROUP BY host)")
+        worst = con.execute("SELECT max(n) FROM (SELECT count(*) n FROM batches WHERE fetch_cycle = 3 GROUP BY host)")
         assert worst.fetchall()[0][0] <= settings.per_host_cap
         assert con.execute("SELECT count(*) FROM links").fetchall()[0][0] > 50
         # all four gates validated both cycles and passed

@@ -35,7 +35,7 @@ def recomputed(settings: Settings, c: int) -> dict:
         candidates = [n for (n,) in con.execute("SELECT candidates FROM needy_queries WHERE cycle = ?", [c]).fetchall()]
         sketches = con.execute("SELECT url, crawled FROM sketches WHERE cycle = ?", [c]).fetchall()
         batch = [(p, json.loads(parts)) for p, parts in
-                 con.execute("SELECT priority, parts FROM batches WHERE cycle = ?", [c + 1]).fetchall()]
+                 con.execute("SELECT priority, parts FROM batches WHERE score_cycle = ?", [c]).fetchall()]
     known = [n for n in candidates if n is not None]
     impact = [parts["query_impact"] for _, parts in batch if parts.get("query_impact") is not None]
     query_priority = [parts["query_priority"] for _, parts in batch if parts.get("query_priority") is not None]

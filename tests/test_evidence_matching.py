@@ -92,7 +92,7 @@ def test_a_page_without_an_exact_ngram_match_enters_a_sketch_by_its_evidence(cra
             assert linked_from_result or said, (query, url)
         # and it counts: the batch chosen by those sketches holds query-based impact
         batch = con.sql("SELECT count(*) FILTER (WHERE (parts->>'query_impact')::DOUBLE > 0) FROM batches "
-                        "WHERE cycle > 1").fetchall()[0][0]
+                        "WHERE fetch_cycle > 1").fetchall()[0][0]
         assert batch > 0
 
 
@@ -129,7 +129,7 @@ def test_the_score_stage_starts_from_the_candidates_select_needy_stored(crawls: 
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 10, "policy": "hybrid",
                                                     "match_mode": "evidence", "needy_min": 10, "db_path": str(db),
                                                     "data_dir": str(tmp_path)})
-    scored = "SELECT url, priority, parts FROM frontier_scores WHERE cycle = $c ORDER BY ALL"
+    scored = "SELECT url, priority, parts FROM frontier_scores WHERE score_cycle = $c ORDER BY ALL"
     sketched = "SELECT * FROM sketches WHERE cycle = $c ORDER BY ALL"
     with connect(settings) as con:
         cycle = con.execute("SELECT max(cycle) FROM needy_candidates").fetchall()[0][0]

@@ -30,7 +30,7 @@ from tests.support.faultserver import (
     respond,
     trickle,
 )
-from tests.support.fetching import gaps, run, settings_for
+from tests.support.fetching import gaps, host_loop, run, settings_for
 
 
 def warc_records(path: Path) -> list[tuple[str, str, dict, bytes]]:
@@ -522,3 +522,32 @@ def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, t
     kept = [r["url"].split("/", 3)[3] for r in requests if r["attempt"] == 1]
     assert kept == [path.lstrip("/") for _, _, path in killed][:len(kept)]
     assert len(kept) == len(killed) if storage == "local folder" else kept
+
+
+def test_a_host_loop_probes_then_fetches_its_urls_then_reads_its_sitemaps(server: FaultServer, tmp_path: Path) -> None:
+    """One host's run on its own: the robots.txt of the origin to probe first, then the batch URLs in order (their
+    origin's robots.txt before the first), then the sitemaps; once the host stops, the URLs left and the sitemaps
+    carry the reason."""
+    server.route("h.test", "/robots.txt", respond(200, b"Sitemap: http://h.test/s.xml\n"))
+    server.route("h.test", "/a", page("a"))
+    server.route("h.test", "/b*", respond(500, b"down"))
+    server.route("h.test", "/s.xml", respond(200, b"http://h.test/listed\n"))
+    urls = ["http://h.test/a", "http://h.test/b", "http://h.test/b?again", "http://h.test/c"]
+    s = settings_for(server, min_delay=0.05, host_error_limit=2)
+    with host_loop(s, "h.test", tmp_path) as loop:
+        rows, out = loop.run(urls[:1], ["http://h.test:8080"])
+        assert server.hits_of("h.test") == ["/robots.txt", "/robots.txt", "/a", "/s.xml"]
+        assert [r["error_class"] for r in rows] == [None]
+        assert {(t["origin"], t["probe"], t["error_class"]) for t in out[shard_files.ORIGIN_TRIES]} == {
+            ("http://h.test:8080", True, None), ("http://h.test", False, None)}
+        assert [u["url"] for u in out[shard_files.SITEMAP_URLS]] == ["http://h.test/listed"]
+    with host_loop(s, "h.test", tmp_path / "stops") as loop:
+        rows, out = loop.run(urls, [])
+    assert [(r["outcome"], r["error_class"]) for r in rows] == [
+        ("fetched", None), ("retry_pending", "http_error"), ("retry_pending", "http_error"),
+        ("deferred", "host_errors")]
+    assert [(f["url"], f["reason"]) for f in out[shard_files.SITEMAPS]] == [("http://h.test/s.xml", "host_errors")]
+    assert out[shard_files.HOSTS][0]["errors"] == 2
+    # the run ended on failures in a row: its origin did not answer
+    tries = out[shard_files.ORIGIN_TRIES]
+    assert [(t["origin"], t["error_class"]) for t in tries] == [("http://h.test", "server_error")]

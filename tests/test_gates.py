@@ -82,8 +82,8 @@ def squeeze(s: Settings) -> None:
 
 def batch_row(s: Settings, url: str) -> None:
     with connect(s) as con:
-        con.execute("INSERT INTO batches VALUES (?, ?, split_part(?, '/', 3), 999, 'hybrid', 0, NULL)",
-                    [CYCLE + 1, url, url])
+        con.execute("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority) "
+                    "VALUES (?, ?, ?, split_part(?, '/', 3), 999, 'hybrid', 0)", [CYCLE + 1, CYCLE, url, url])
 
 
 CRAWLED = f"(SELECT url FROM pages WHERE cycle = {CYCLE} LIMIT 1)"
@@ -127,14 +127,14 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Settings], object]]] = {
     # the origin of a batch URL now disallows everything (as if its robots.txt changed before the batch was chosen)
     "batch_robots_allowed": ("materialize", sql("UPDATE robots SET status = 200, robots_txt = 'User-agent: *"
                                                 "\nDisallow: /' WHERE host = (SELECT min(host) FROM batches WHERE "
-                                                f"cycle = {CYCLE + 1})")),
+                                                f"score_cycle = {CYCLE})")),
     # the origin of a batch URL failed its latest try (as if it had been tried after the batch was chosen)
     "batch_origins_answered": ("materialize", sql(
         "INSERT OR REPLACE INTO origin_tries (cycle, origin, host, probe, error_class, failures, state, "
         f"next_try_cycle) SELECT {CYCLE}, url_origin(min(url)), min(host), true, 'dns', 1, 'backoff', {CYCLE + 2} "
-        f"FROM batches WHERE cycle = {CYCLE + 1}")),
+        f"FROM batches WHERE score_cycle = {CYCLE}")),
     "batch_open": ("materialize", sql(f"UPDATE frontier SET status = 'gone' WHERE url = (SELECT min(url) FROM "
-                                      f"batches WHERE cycle = {CYCLE + 1})")),
+                                      f"batches WHERE score_cycle = {CYCLE})")),
     "per_host_cap_respected": ("materialize", lambda s: replace(s, per_host_cap=1)),
 }
 

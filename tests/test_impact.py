@@ -132,11 +132,11 @@ def test_a_tail_page_a_needy_query_matches_beats_a_high_pagerank_page(tmp_path: 
     stages.score(state, 1)
     stages.materialize(state, 1)
     with connect(state, read_only=True) as con:
-        assert con.execute("SELECT url FROM batches WHERE cycle = 2").fetchall() == [(tail,)]
+        assert con.execute("SELECT url FROM batches WHERE fetch_cycle = 2").fetchall() == [(tail,)]
         explain = con.execute("SELECT url, query_impact, query_part, prestige_part, needy_queries "
-                              "FROM v_batch_explain WHERE cycle = 2").fetchall()
+                              "FROM v_batch_explain WHERE fetch_cycle = 2").fetchall()
         assert explain == [(tail, 3.0, 1.0, pytest.approx(explain[0][3]), ["judy inklesmurf"])]
-        scores = dict(con.execute("SELECT url, priority FROM frontier_scores WHERE cycle = 1").fetchall())
+        scores = dict(con.execute("SELECT url, priority FROM frontier_scores WHERE score_cycle = 1").fetchall())
         in_links = dict(con.execute("SELECT url, in_links FROM frontier").fetchall())
         # the hub has the most prestige: first among pages no needy query reaches, behind the tail page
         assert in_links[hub] == 30 and in_links[tail] == 1

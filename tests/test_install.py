@@ -70,5 +70,5 @@ def test_a_non_editable_install_runs_init_and_a_cycle(settings: Settings, tmp_pa
         "pip install 'crawlcycle[lab]'"], lab.stderr
     with connect(settings, read_only=True) as con:
         fetched = con.execute("SELECT count(*) FROM fetch_log WHERE cycle = 1").fetchone()[0]
-        next_batch = con.execute("SELECT count(*) FROM batches WHERE cycle = 2").fetchone()[0]
+        next_batch = con.execute("SELECT count(*) FROM batches WHERE fetch_cycle = 2").fetchone()[0]
     assert fetched > 0 and next_batch > 0

@@ -53,7 +53,7 @@ def score(s: Settings, policy: str) -> dict[str, tuple[float, dict]]:
     stages.materialize(s, 1)
     with connect(s, read_only=True) as con:
         return {u: (p, json.loads(parts)) for u, p, parts in
-                con.execute("SELECT url, priority, parts FROM frontier_scores WHERE cycle = 1").fetchall()}
+                con.execute("SELECT url, priority, parts FROM frontier_scores WHERE score_cycle = 1").fetchall()}
 
 
 def _model(con: duckdb.DuckDBPyConnection, model: str) -> dict:
@@ -100,7 +100,7 @@ def test_ml_cross_validates_a_tree_over_the_other_scores(state: Settings) -> Non
     scores = score(state, "ml")
     with connect(state, read_only=True) as con:
         fit = _model(con, "ml")
-        batch = con.execute("SELECT url FROM batches WHERE cycle = 2 ORDER BY rank").fetchall()
+        batch = con.execute("SELECT url FROM batches WHERE fetch_cycle = 2 ORDER BY rank").fetchall()
     assert fit["pages"] == 31 and fit["folds"] == FOLDS and len(fit["cv_r2_folds"]) == FOLDS
     assert set(fit["importances"]) == set(FEATURES) and sum(fit["importances"].values()) == pytest.approx(1.0)
     assert {k: fit["best_params"][k] in GRID[k] for k in GRID} == {k: True for k in GRID}

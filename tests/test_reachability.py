@@ -99,7 +99,7 @@ def test_an_origin_whose_robots_txt_keeps_failing_is_probed_once_per_back_off_th
                      (5, "http://flaky.test/robots.txt"), (7, "http://flaky.test/robots.txt"),
                      *[(8, u) for u in flaky]]
     assert server.hits_of("flaky.test")[:4] == ["/robots.txt"] * 4
-    assert rows(s, "SELECT DISTINCT cycle FROM batches WHERE host = 'flaky.test'") == [(8,)]
+    assert rows(s, "SELECT DISTINCT fetch_cycle FROM batches WHERE host = 'flaky.test'") == [(8,)]
     assert rows(s, "SELECT cycle, probes, slots_unanswered FROM cycles ORDER BY cycle") == [
         (1, 0, 0), (2, 1, 0), (3, 1, 0), (4, 0, 0), (5, 1, 0), (6, 0, 0), (7, 1, 0), (8, 0, 0)]
     assert held[3] == [("backoff", 2, "robots_server_error", 5, 5)]
@@ -125,7 +125,8 @@ def test_new_origins_are_probed_within_a_budget_by_their_best_url_before_taking_
     stages.init(s)
     run_cycles(s, 5)
     # bfs: the earlier a URL was found, the higher its priority; the two best new origins are probed each cycle
-    assert rows(s, "SELECT cycle, list(host ORDER BY host), list(reason) FROM probes GROUP BY ALL ORDER BY 1") == [
+    assert rows(s, "SELECT fetch_cycle, list(host ORDER BY host), list(reason) FROM probes GROUP BY ALL "
+                   "ORDER BY 1") == [
         (2, ["n0.test", "n1.test"], ["new", "new"]), (3, ["n2.test", "n3.test"], ["new", "new"]),
         (4, ["n4.test"], ["new"])]
     fetched = dict(rows(s, "SELECT host, cycle FROM fetch_log WHERE host LIKE 'n%'"))
@@ -145,7 +146,7 @@ def test_an_origin_that_answers_but_gives_no_page_gets_one_slot_when_its_back_of
     s = crawl_settings(tmp_path, server, ["http://home.test/"], per_host_cap=4, origin_retry_cycles=1)
     stages.init(s)
     run_cycles(s, 6)
-    per_cycle = dict(rows(s, "SELECT cycle, count(*) FROM batches WHERE host = 'empty.test' GROUP BY cycle"))
+    per_cycle = dict(rows(s, "SELECT fetch_cycle, count(*) FROM batches WHERE host = 'empty.test' GROUP BY 1"))
     # probed in 2, four slots in 3 (all 404), then one slot when each back-off ends: cycles 4 and 6
     assert per_cycle == {3: 4, 4: 1, 6: 1}
     assert server.hits_of("empty.test").count("/robots.txt") == 1
@@ -170,7 +171,7 @@ def test_a_directory_of_broken_links_is_held_after_two_refusals_then_retried_one
     assert rows(s, "SELECT path_group, refusals, held_tries, next_try_cycle, waiting_urls FROM v_paths_held") == [
         ("http://home.test/gone/*", 5, 2, 5, 5)]
     run_cycles(s, 2, first=4)
-    per_cycle = dict(rows(s, "SELECT cycle, count(*) FROM batches WHERE url LIKE '%/gone/%' GROUP BY cycle"))
+    per_cycle = dict(rows(s, "SELECT fetch_cycle, count(*) FROM batches WHERE url LIKE '%/gone/%' GROUP BY 1"))
     # four in cycle 2 (the per-host cap), then one when each back-off ends; the pages beside them are fetched
     assert per_cycle == {2: 4, 3: 1, 5: 1}
     assert rows(s, "SELECT count(*) FROM pages WHERE url LIKE '%/docs/%'") == [(2,)]
@@ -185,12 +186,12 @@ def test_a_new_directory_is_tried_on_a_few_urls_first_and_the_rest_wait_behind_o
     s = crawl_settings(tmp_path, server, ["http://home.test/"], batch_size=6)
     stages.init(s)
     run_cycles(s, 2)
-    batch = [u.removeprefix("http://home.test") for u, in rows(s, "SELECT url FROM batches WHERE cycle = 2 "
+    batch = [u.removeprefix("http://home.test") for u, in rows(s, "SELECT url FROM batches WHERE fetch_cycle = 2 "
                                                                    "ORDER BY rank")]
     # bfs ranks all of /a/ above /b/; four of /a/ go first (new_path_slots), then /b/, and /a/5 and /a/6 wait
     assert batch == ["/a/1", "/a/2", "/a/3", "/a/4", "/b/1", "/b/2"]
     # /a/ gave pages: nothing holds the rest back any more
-    assert rows(s, "SELECT url FROM batches WHERE cycle = 3 ORDER BY rank") == [
+    assert rows(s, "SELECT url FROM batches WHERE fetch_cycle = 3 ORDER BY rank") == [
         ("http://home.test/a/5",), ("http://home.test/a/6",)]
 
 
@@ -208,7 +209,7 @@ def test_origins_that_never_gave_a_page_get_as_many_slots_as_new_origins_earned(
     s = crawl_settings(tmp_path, server, ["http://home.test/"], origin_probes=10)
     stages.init(s)
     run_cycles(s, 5)
-    assert dict(rows(s, "SELECT cycle, count(*) FROM batches WHERE host LIKE 'x%' GROUP BY cycle")) == expected
+    assert dict(rows(s, "SELECT fetch_cycle, count(*) FROM batches WHERE host LIKE 'x%' GROUP BY 1")) == expected
     assert rows(s, "SELECT untested_slots FROM cycles WHERE cycle BETWEEN 2 AND 4 ORDER BY cycle") == (
         [(5,), (9,), (9,)] if alive else [(5,), (1,), (1,)])
 
@@ -269,7 +270,7 @@ def test_external_hosts_and_include_patterns_and_a_scope_changed_later(tmp_path:
     run_cycles(with_overrides(s, {"url_exclude": "/skip/"}), 1, first=2)
     assert rows(s, "SELECT url, status FROM frontier WHERE url LIKE '%/skip/%' OR url LIKE '%/keep/%' "
                    "ORDER BY url") == [("http://a.test/keep/1", "fetched"), ("http://a.test/skip/2", "unfetched")]
-    assert rows(s, "SELECT count(*) FROM batches WHERE cycle = 3") == [(0,)]
+    assert rows(s, "SELECT count(*) FROM batches WHERE fetch_cycle = 3") == [(0,)]
     run_cycles(s, 1, first=3)  # the scope as before: the held URL takes a slot again
     assert rows(s, "SELECT url, status FROM frontier WHERE url LIKE '%/skip/%'") == [
         ("http://a.test/skip/2", "fetched")]

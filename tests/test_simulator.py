@@ -82,8 +82,9 @@ def test_order_lists_each_fetched_url_once_in_fetch_order(two_policies: tuple[Pa
     keys = [(int(r["cycle"]), int(r["rank"])) for r in rows]
     assert keys == sorted(keys) and {c for c, _ in keys} == {1, 2, 3}
     with duckdb.connect(str(out / policy / "work" / "crawl.duckdb"), read_only=True) as con:
-        logged = con.execute("SELECT l.url FROM fetch_log l JOIN batches b USING (cycle, url) "
-                             "WHERE l.outcome NOT IN ('deferred', 'disallowed') ORDER BY l.cycle, b.rank").fetchall()
+        logged = con.execute("SELECT l.url FROM fetch_log l JOIN batches b ON b.fetch_cycle = l.cycle "
+                             "AND b.url = l.url WHERE l.outcome NOT IN ('deferred', 'disallowed') "
+                             "ORDER BY l.cycle, b.rank").fetchall()
     assert urls == list(dict.fromkeys(u for (u,) in logged))  # a URL tried again later keeps its first place
     # Every URL came from the snapshot: a record of it, or a link found in one of its pages.
     truth = Path(json.loads((out / "truth.json").read_text())["folder"])

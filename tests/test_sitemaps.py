@@ -1,16 +1,18 @@
-"""Sitemaps as a URL source: the reader on real-shaped files, and the fetcher reading them politely on loopback."""
+"""Sitemaps as a URL source: the reader on real-shaped files, the sitemap reader of one host's run and the fetcher
+reading them politely on loopback."""
 
 from __future__ import annotations
 
 import gzip
+import time
 from pathlib import Path
 
 import pytest
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.sitemaps import read_sitemap
-from tests.support.faultserver import FaultServer, page, respond
-from tests.support.fetching import gaps, run, settings_for
+from tests.support.faultserver import FaultServer, page, redirect, respond
+from tests.support.fetching import gaps, host_loop, run, settings_for
 
 NS = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 
@@ -133,3 +135,43 @@ def _rows(path: Path) -> list[dict]:
     import pyarrow.parquet as pq
 
     return pq.read_table(path).to_pylist()
+
+
+def test_the_reader_goes_down_indexes_in_order_within_the_file_limit(server: FaultServer, tmp_path: Path) -> None:
+    server.route("m.test", "/index.xml", respond(200, index("/a.xml", "/b.xml", "/c.xml")))
+    server.route("m.test", "/a.xml", respond(200, urlset("http://m.test/1", "http://m.test/2")))
+    server.route("m.test", "/b.xml", respond(200, urlset("http://m.test/2", "http://m.test/3")))
+    server.route("m.test", "/s.xml", respond(200, urlset("http://m.test/s")))
+    s = settings_for(server, sitemap_max_files=3, min_delay=0.05)
+    with host_loop(s, "m.test", tmp_path) as loop:
+        loop.sitemaps.read([("/index.xml", "http://m.test/robots.txt"), ("http://m.test/s.xml", "http://m.test/")])
+        requests = loop.requests.recorder.requests
+    # first come, first read: the second listed sitemap before the index's; the third file is the last one fetched
+    assert [(f["url"].removeprefix("http://m.test"), f["depth"], f["reason"]) for f in loop.sitemaps.files] == [
+        ("/index.xml", 0, None), ("/s.xml", 0, None), ("/a.xml", 1, None), ("/b.xml", 1, "file_limit"),
+        ("/c.xml", 1, "file_limit")]
+    assert [u["url"] for u in loop.sitemaps.urls] == ["http://m.test/s", "http://m.test/1", "http://m.test/2"]
+    # robots.txt asked before the first sitemap, every request at its turn
+    assert server.hits_of("m.test") == ["/robots.txt", "/index.xml", "/s.xml", "/a.xml"]
+    assert min(gaps(requests, "m.test")) >= 0.05
+
+
+def test_a_stopped_host_reads_no_sitemap_and_says_why(server: FaultServer, tmp_path: Path) -> None:
+    server.route("m.test", "/*", respond(200, urlset("http://m.test/1")))
+    with host_loop(settings_for(server), "m.test", tmp_path, stored={"backoff_until": time.time() + 60}) as loop:
+        loop.sitemaps.read([("/s.xml", "http://m.test/robots.txt"), ("http://o.test/s.xml", "http://m.test/")])
+    assert [(f["url"], f["reason"]) for f in loop.sitemaps.files] == [
+        ("http://m.test/s.xml", "retry_after"), ("http://o.test/s.xml", "off_host")]
+    assert server.hits == [] and loop.sitemaps.urls == []
+
+
+def test_a_sitemap_follows_redirects_on_its_host_only(server: FaultServer, tmp_path: Path) -> None:
+    server.route("m.test", "/moved.xml", redirect("/s.xml", 301))
+    server.route("m.test", "/away.xml", redirect("http://o.test/s.xml", 301))
+    server.route("m.test", "/s.xml", respond(200, urlset("http://m.test/1")))
+    server.route("o.test", "/s.xml", respond(200, urlset("http://o.test/1")))
+    with host_loop(settings_for(server, min_delay=0.0), "m.test", tmp_path) as loop:
+        loop.sitemaps.read([("/moved.xml", "http://m.test/robots.txt"), ("/away.xml", "http://m.test/robots.txt")])
+    assert [(f["url"], f["status"], f["reason"]) for f in loop.sitemaps.files] == [
+        ("http://m.test/moved.xml", 200, None), ("http://m.test/away.xml", 301, "http_error")]
+    assert [u["url"] for u in loop.sitemaps.urls] == ["http://m.test/1"] and server.hits_of("o.test") == []

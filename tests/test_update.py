@@ -97,7 +97,7 @@ def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Setting
     finally:
         server.close()
     with connect(s, read_only=True) as con:
-        assert con.execute("SELECT url FROM batches WHERE cycle = 2").fetchall() == [("http://r.test/old",)]
+        assert con.execute("SELECT url FROM batches WHERE fetch_cycle = 2").fetchall() == [("http://r.test/old",)]
         assert con.execute("SELECT status, status_cycle FROM frontier WHERE url = 'http://r.test/target'"
                            ).fetchall() == [("fetched", 2)]
         assert con.execute("SELECT cycle FROM pages WHERE url = 'http://r.test/target'").fetchall() == [(2,)]

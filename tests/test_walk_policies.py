@@ -40,7 +40,7 @@ def shown(con: duckdb.DuckDBPyConnection, views: dict[str, int]) -> None:
 def scores(s: Settings, policy: str, cycle: int = 1) -> dict[str, float]:
     with connect(s) as con:
         registry.score_frontier(con, replace(s, policy=policy), cycle)
-        return dict(con.execute("SELECT url, priority FROM frontier_scores WHERE cycle = ?", [cycle]).fetchall())
+        return dict(con.execute("SELECT url, priority FROM frontier_scores WHERE score_cycle = ?", [cycle]).fetchall())
 
 
 def dense_walk(urls: list[str], links: list[tuple[str, str]], impact: dict[str, float], s: Settings,

@@ -18,11 +18,11 @@ ORDER BY c.cycle;
 
 -- What is in the next batch, and why?
 CREATE OR REPLACE VIEW v_next_batch AS
-SELECT b.cycle, b.rank, b.url, b.host, b.policy, b.priority, b.parts, f.in_links, f.pagerank,
+SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.host, b.policy, b.priority, b.parts, f.in_links, f.pagerank,
        f.first_seen_cycle, f.source
 FROM batches b
 JOIN frontier f USING (url)
-WHERE b.cycle = (SELECT max(cycle) FROM batches)
+WHERE b.fetch_cycle = (SELECT max(fetch_cycle) FROM batches)
 ORDER BY b.rank;
 
 -- Which hosts are slow or failing? Politeness is per host; robots.txt per origin (its answer per origin here).
@@ -99,7 +99,7 @@ GROUP BY cycle, query;
 -- discovery value (policy hybrid), the needy queries it may answer and the odds it enters each one's top K
 -- (top_k_odds). Other policies show their own parts.
 CREATE OR REPLACE VIEW v_batch_explain AS
-SELECT b.cycle, b.rank, b.url, b.policy, b.priority,
+SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.policy, b.priority,
        (b.parts->>'query_impact')::DOUBLE AS query_impact,
        (b.parts->>'query_part')::DOUBLE AS query_part,
        (b.parts->>'prestige_impact')::DOUBLE AS prestige_impact,
@@ -110,7 +110,7 @@ SELECT b.cycle, b.rank, b.url, b.policy, b.priority,
        f.in_links, f.pagerank, b.parts
 FROM batches b
 JOIN frontier f USING (url)
-ORDER BY b.cycle, b.rank;
+ORDER BY b.fetch_cycle, b.rank;
 
 -- Path groups (url_path_group: origin, first directory, extension) held out of the batches: their URLs answered only
 -- 4xx, path_refusals times or more; one of them is tried again in cycle next_try_cycle.

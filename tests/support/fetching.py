@@ -1,13 +1,22 @@
-"""The fetcher run against a FaultServer, and what it wrote read back."""
+"""The fetcher run against a FaultServer, and what it wrote read back; one host's run, whose parts are the units of
+the fetch path."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.fetch.exchange import Recorder
 from crawlcycle.fetch.fetcher import fetch_urls
+from crawlcycle.fetch.host_loop import HostLoop
+from crawlcycle.fetch.http_client import Client, Resolver, allowed_networks
+from crawlcycle.fetch.politeness import Journal
+from crawlcycle.fetch.warc_output import warc_output
 from crawlcycle.settings import Settings, load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer
@@ -45,3 +54,23 @@ def gaps(requests: list[dict], host: str) -> list[float]:
     for a, b in zip(reqs, reqs[1:], strict=False):
         assert b["started_at"] >= a["finished_at"], "two requests in flight to one host"
     return [b["started_at"] - a["finished_at"] for a, b in zip(reqs, reqs[1:], strict=False)]
+
+
+@contextmanager
+def host_loop(settings: Settings, host: str, out: Path, stored: dict | None = None,
+              stored_robots: dict[str, dict] | None = None, not_before: float | None = None) -> Iterator[HostLoop]:
+    """The run of ``host`` as ``fetch_urls`` builds it, its WARC and journal in ``out``; its parts (``requests``,
+    ``backoff``, ``robots``, ``sitemaps``) work on their own. The time limit counts from here."""
+    out.mkdir(parents=True, exist_ok=True)
+    journal = Journal(out / shard_files.POLITENESS_JOURNAL)
+    try:
+        with warc_output(out / shard_files.WARC, settings) as warc:
+            loop = HostLoop(host, settings, Client(settings, Resolver(settings), allowed_networks(settings)),
+                            Recorder(warc, journal), time.time() + settings.fetch_time_limit, stored or {},
+                            stored_robots or {}, not_before)
+            try:
+                yield loop
+            finally:
+                loop.requests.close()
+    finally:
+        journal.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.fetch.redirects import NOT_FOLLOWED, Chain
 
 # Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
 # truncated, still fetched) leave it to the status.
@@ -55,4 +56,31 @@ def finish(row: dict) -> dict:
     if row["started_at"] is not None:
         row["elapsed_ms"] = (row["finished_at"] - row["started_at"]) * 1000.0
     row["outcome"] = outcome_of(row["status"], row["error_class"])
+    return row
+
+
+def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
+    """The row of ``url``, fetched as ``chain``. A redirect is the URL's answer (its target a URL of its own) when the
+    chain did not follow it: then ``blocked`` says the SSRF guard refuses the target."""
+    row = new_row(url, host, redirects=list(chain.targets), final_url=chain.final_url)
+    contacted = [ex for ex in chain.exchanges if ex.contacted]
+    if contacted:
+        row.update(started_at=contacted[0].started, finished_at=contacted[-1].finished)
+    answered = [ex for ex in chain.exchanges if not ex.error]
+    if answered:
+        row["status"] = answered[-1].status
+    if chain.end is None:
+        answer = chain.exchanges[-1]
+        failed = answer.status >= 300  # type: ignore[operator]
+        row.update(bytes=len(answer.body), truncated=answer.truncated,
+                   content_type=media_type(answer.headers.get("Content-Type")),
+                   error_class="http_error" if failed else "too_large" if answer.truncated else None)
+    elif chain.end == NOT_FOLLOWED:
+        row["error_class"] = "ssrf_blocked" if blocked else None
+    else:
+        row["error_class"] = chain.end
+    row = finish(row)
+    if row["outcome"] == "fetched" and row["redirects"]:
+        # The content lives at the target, a URL of its own; this URL's state is its redirect.
+        row["outcome"] = outcome_of(answered[0].status, None)
     return row

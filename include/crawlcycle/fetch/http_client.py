@@ -106,6 +106,11 @@ class Resolver:
         return infos[0][4][0]
 
 
+def allowed_networks(settings: Settings) -> list[Network]:
+    """The networks ``allow_networks`` exempts from the SSRF guard."""
+    return [ipaddress.ip_network(c, strict=False) for c in settings.allow_networks_list()]
+
+
 def blocked(ip: str, allowed: list[Network]) -> bool:
     """SSRF guard: only globally routable unicast addresses, unless inside ``allow_networks``."""
     addr = ipaddress.ip_address(ip.split("%", 1)[0])

@@ -44,6 +44,17 @@ class HostPoliteness:
         self.last_response: float | None = None
         self.hold_until = 0.0
 
+    @classmethod
+    def resumed(cls, settings: Settings, stored: dict) -> HostPoliteness:
+        """The politeness of a host as its row of the ``hosts`` table left it ({} for a host never asked): the time
+        its last response took, and no request before the delay after its last one."""
+        pace = cls(settings)
+        if stored.get("last_response_ms") is not None:
+            pace.last_response = stored["last_response_ms"] / 1000.0
+        if stored.get("last_request_at") is not None and stored.get("delay") is not None:
+            pace.not_before(stored["last_request_at"] + stored["delay"])
+        return pace
+
     @property
     def delay(self) -> float:
         adaptive = self.factor * (self.last_response or 0.0)

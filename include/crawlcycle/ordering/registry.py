@@ -34,17 +34,19 @@ def stage_eligible(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
 
 
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
-    """Replace the scores of cycle ``cycle`` (which choose batch ``cycle + 1``); return URLs scored."""
+    """Replace the scores of cycle ``cycle`` (``frontier_scores.score_cycle``: they choose the batch of the next
+    cycle's fetch); return URLs scored."""
     entry = policy(settings.policy)
     stage_eligible(con, settings, cycle)
     stage = stage_function(entry)
     params = stage(con, settings, cycle) if stage else {}
-    con.execute("DELETE FROM frontier_scores WHERE cycle = ?", [cycle])
+    con.execute("DELETE FROM frontier_scores WHERE score_cycle = ?", [cycle])
     check_inputs(con, entry.sql)
     (select,) = statements(entry.sql)
-    execute(con, f"INSERT INTO frontier_scores SELECT $cycle, url, priority, parts FROM ({select})",
+    execute(con, f"INSERT INTO frontier_scores (score_cycle, url, priority, parts) SELECT $cycle, url, priority, parts "
+                 f"FROM ({select})",
             cycle=cycle, seed=settings.random_seed, **params)
-    return scalar(con, "SELECT count(*) FROM frontier_scores WHERE cycle = ?", [cycle])
+    return scalar(con, "SELECT count(*) FROM frontier_scores WHERE score_cycle = ?", [cycle])
 
 
 def owned_tables() -> list[str]:

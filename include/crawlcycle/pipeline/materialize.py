@@ -18,12 +18,15 @@ def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.D
 
 
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
-    """Write ``batches`` and ``probes`` for cycle ``cycle + 1`` from the scores of cycle ``cycle``; return the
+    """Write ``batches`` and ``probes`` for the fetch of the next cycle from the scores of cycle ``cycle``; return the
     batch."""
+    # The one place where the two cycles of these rows meet: the scores of a cycle choose the next one's fetch.
+    score_cycle, fetch_cycle = cycle, cycle + 1
     untested = fetch_rows(con, "pipeline/materialize/untested_slots", batch_size=settings.batch_size)[0][0]
     con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
-    cand = query(con, "pipeline/materialize/batch_candidates", cycle=cycle, per_host_cap=settings.per_host_cap,
-                 max_delay=settings.max_delay, obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
+    cand = query(con, "pipeline/materialize/batch_candidates", score_cycle=score_cycle, fetch_cycle=fetch_cycle,
+                 per_host_cap=settings.per_host_cap, max_delay=settings.max_delay,
+                 obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
                  new_path_slots=settings.new_path_slots)
     allowed = robots_filter(con, settings, cand)
     blocked = cand.filter(~allowed)
@@ -35,9 +38,11 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
              .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap)
              .head(settings.batch_size)
              .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
-    con.execute("DELETE FROM batches WHERE cycle = ?", [cycle + 1])
+    con.execute("DELETE FROM batches WHERE fetch_cycle = ?", [fetch_cycle])
     with staged(con, s_batch=batch):
-        con.execute("INSERT INTO batches SELECT ?, url, host, rank, ?, priority, parts FROM s_batch",
-                    [cycle + 1, settings.policy])
-    run_sql(con, "pipeline/materialize/choose_probes", cycle=cycle, origin_probes=settings.origin_probes)
+        con.execute("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority, parts) "
+                    "SELECT ?, ?, url, host, rank, ?, priority, parts FROM s_batch",
+                    [fetch_cycle, score_cycle, settings.policy])
+    run_sql(con, "pipeline/materialize/choose_probes", score_cycle=score_cycle, fetch_cycle=fetch_cycle,
+            origin_probes=settings.origin_probes)
     return batch

@@ -164,7 +164,7 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
 def plan_shards(settings: Settings, cycle: int) -> list[str]:
     """Write the shard inputs of batch ``cycle``; return the shard folders (one per host group)."""
     with connect(settings) as con, timed(con, cycle, "plan_shards"):
-        if not scalar(con, "SELECT count(*) FROM batches WHERE cycle = ?", [cycle]):
+        if not scalar(con, "SELECT count(*) FROM batches WHERE fetch_cycle = ?", [cycle]):
             # First cycle, or the previous one never materialized: choose this batch now.
             with transaction(con):
                 registry.score_frontier(con, settings, cycle - 1)
@@ -175,8 +175,8 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
 def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
     """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, probes and cached host
     state); return their locations."""
-    batch = con.sql("SELECT url, host, rank FROM batches WHERE cycle = ? ORDER BY rank", params=[cycle]).pl()
-    probes = con.sql("SELECT origin, host FROM probes WHERE cycle = ? ORDER BY best_priority DESC, origin",
+    batch = con.sql("SELECT url, host, rank FROM batches WHERE fetch_cycle = ? ORDER BY rank", params=[cycle]).pl()
+    probes = con.sql("SELECT origin, host FROM probes WHERE fetch_cycle = ? ORDER BY best_priority DESC, origin",
                      params=[cycle]).pl()
     # a replay of the cycle starts from the errors in a row the host had before the cycle's first run
     hosts = con.sql("SELECT * REPLACE (CASE WHEN updated_cycle >= ? THEN errors_before ELSE errors END AS errors) "

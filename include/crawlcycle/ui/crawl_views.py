@@ -287,10 +287,10 @@ def _crawl_sections(snapshot: dict) -> list[str]:
                                     ("observed", "observed")], t["gate_problems"]) if t["gate_problems"]
            else '<p id="gate-problems">Every check passed in the latest cycle with gate results.</p>']
     batch = t["batch"]
-    batch_cycle = batch[0]["cycle"] if batch else cycle + 1
+    batch_cycle = f"cycle {batch[0]['fetch_cycle']}" if batch else "the next cycle"
     rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items()
                                    if k not in ("needy_queries", "needy_odds")}} for b in batch]
-    out += [f'<h2>Batch of cycle {batch_cycle}</h2><p>{len(batch)} URLs in fetch order, with the parts of each '
+    out += [f'<h2>Batch of {batch_cycle}</h2><p>{len(batch)} URLs in fetch order, with the parts of each '
             "priority and the needy queries the URL may answer, each with the odds it enters that query's top K.</p>",
             '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("policy", "policy"),
                                                      ("priority", "priority"), ("parts", "parts"),

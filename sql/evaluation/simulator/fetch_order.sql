@@ -3,7 +3,7 @@
 -- answer took its batch slot for nothing, and counts as a try.
 SELECT l.url, l.cycle, b.rank,
        CASE WHEN l.status BETWEEN 200 AND 299 THEN coalesce(l.final_url, l.url) END AS page
-FROM fetch_log l JOIN batches b USING (cycle, url)
+FROM fetch_log l JOIN batches b ON b.fetch_cycle = l.cycle AND b.url = l.url
 WHERE l.outcome NOT IN ('deferred', 'disallowed') OR l.error_class = 'robots_unavailable'
 QUALIFY row_number() OVER (PARTITION BY l.url ORDER BY l.cycle, b.rank) = 1
 ORDER BY l.cycle, b.rank;

@@ -1,11 +1,11 @@
--- Scored URLs of cycle $cycle that may take a slot of the next batch, best first within each host, a margin above the
--- per-host cap so that robots-disallowed ones can be dropped without starving the host. Their origin answered its
--- latest try (or is a seed's origin not tried yet: the first batch), or gave no page (no_pages) and is due again: one
--- slot for its best URL; their path group is not held (or is due again: one slot likewise); and, when Crawl-delay is
--- obeyed ($obey_crawl_delay), their origin asks for none above $max_delay. URLs of origins that answered but never gave
--- a page (seeds' origins aside) take at most $untested_slots slots (materialize.untested_slots). Of a path group that
--- has not given a page yet, the best $new_path_slots come first and the rest are `overflow`: they go behind every
--- other candidate, so they fill a batch only when nothing else would.
+-- URLs scored in cycle $score_cycle that may take a slot of the batch of cycle $fetch_cycle, best first within each
+-- host, a margin above the per-host cap so that robots-disallowed ones can be dropped without starving the host. Their
+-- origin answered its latest try (or is a seed's origin not tried yet: the first batch), or gave no page (no_pages) and
+-- is due again: one slot for its best URL; their path group is not held (or is due again: one slot likewise); and,
+-- when Crawl-delay is obeyed ($obey_crawl_delay), their origin asks for none above $max_delay. URLs of origins that
+-- answered but never gave a page (seeds' origins aside) take at most $untested_slots slots
+-- (materialize.untested_slots). Of a path group that has not given a page yet, the best $new_path_slots come first and
+-- the rest are `overflow`: they go behind every other candidate, so they fill a batch only when nothing else would.
 WITH tried AS (
     SELECT origin, state, last_error, next_try_cycle FROM v_origins
 ), ready AS (
@@ -14,7 +14,7 @@ WITH tried AS (
     SELECT DISTINCT url_origin(url), NULL FROM frontier
     WHERE source = 'seed' AND url_origin(url) NOT IN (SELECT origin FROM tried)
     UNION ALL
-    SELECT origin, 1 FROM tried WHERE state <> 'ok' AND last_error = 'no_pages' AND next_try_cycle <= $cycle + 1
+    SELECT origin, 1 FROM tried WHERE state <> 'ok' AND last_error = 'no_pages' AND next_try_cycle <= $fetch_cycle
 ), paths AS (
     SELECT path_group, refused_total, next_try_cycle
     FROM path_yield
@@ -26,13 +26,13 @@ WITH tried AS (
     FROM frontier_scores s
     JOIN frontier f USING (url)
     JOIN ready r ON r.origin = url_origin(s.url)
-    WHERE s.cycle = $cycle AND r.origin NOT IN (SELECT origin FROM too_slow)
+    WHERE s.score_cycle = $score_cycle AND r.origin NOT IN (SELECT origin FROM too_slow)
     QUALIFY r.slots IS NULL OR row_number() OVER (PARTITION BY r.origin ORDER BY s.priority DESC, s.url) <= r.slots
 ), path_slots AS (
     SELECT o.*, p.next_try_cycle IS NOT NULL AS held,
            CASE WHEN p.path_group IS NOT NULL AND p.refused_total IS NULL THEN NULL  -- it gave a page
                 WHEN p.next_try_cycle IS NULL THEN $new_path_slots                -- never tried, or not held
-                WHEN p.next_try_cycle <= $cycle + 1 THEN 1 ELSE 0 END AS slots
+                WHEN p.next_try_cycle <= $fetch_cycle THEN 1 ELSE 0 END AS slots
     FROM by_origin o LEFT JOIN paths p USING (path_group)
 ), by_path AS (
     SELECT url, host, priority, parts, url_origin(url) AS origin,

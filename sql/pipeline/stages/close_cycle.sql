@@ -3,12 +3,12 @@ UPDATE cycles SET
     status = 'done',
     finished_at = current_timestamp,
     frontier_open = (SELECT count(*) FROM v_frontier_open),
-    next_batch = (SELECT count(*) FROM batches WHERE cycle = $cycle + 1),
+    next_batch = (SELECT count(*) FROM batches WHERE score_cycle = $cycle),
     pages_total = (SELECT count(*) FROM pages)
 WHERE cycle = $cycle;
 -- Whether the query-driven part of the policy engaged in cycle $cycle (docs/reference/tables.md, "Query engagement"): its needy queries, those
 -- with frontier candidates (NULL when no row says: the policy did not look), the frontier pages its sketches hold
--- (NULL without sketches), and in the batch it chose (cycle $cycle + 1) the share of URLs with query-based impact
+-- (NULL without sketches), and in the batch it chose (score_cycle $cycle) the share of URLs with query-based impact
 -- and the share of the priority mass from the query part (NULL when the policy's parts have no such key). Shares
 -- are rounded so that replays compare equal.
 UPDATE cycles SET
@@ -26,5 +26,5 @@ FROM (SELECT count(*) AS needy,
                   THEN round(count(*) FILTER (WHERE (parts->>'query_impact')::DOUBLE > 0) / count(*), 9) END
                  AS query_share,
              round(sum((parts->>'query_priority')::DOUBLE) / nullif(sum(priority), 0), 9) AS query_mass
-      FROM batches WHERE cycle = $cycle + 1) b
+      FROM batches WHERE score_cycle = $cycle) b
 WHERE cycles.cycle = $cycle;

@@ -1,2 +1,2 @@
--- URLs per host in the next batch.
-SELECT host, count(*) AS urls FROM batches WHERE cycle = $cycle + 1 GROUP BY host;
+-- URLs per host in the batch cycle $cycle chose.
+SELECT host, count(*) AS urls FROM batches WHERE score_cycle = $cycle GROUP BY host;

@@ -1,11 +1,11 @@
--- The batch chosen for the next cycle, with what the checks need to know of each URL: whether its origin answered its
+-- The batch cycle $cycle chose for the next one, with what the checks need to know of each URL: whether its origin answered its
 -- latest try (or is a seed's origin not tried yet, or gave no page and is due its one slot again).
 SELECT b.url, b.host, b.priority, f.status, p.url IS NOT NULL AS crawled, robots_allowed(b.url) AS robots_allowed,
-       coalesce(o.state = 'ok' OR (o.last_error = 'no_pages' AND o.next_try_cycle <= $cycle + 1),
+       coalesce(o.state = 'ok' OR (o.last_error = 'no_pages' AND o.next_try_cycle <= b.fetch_cycle),
                 f.source = 'seed' OR url_origin(b.url) IN (SELECT url_origin(url) FROM frontier WHERE source = 'seed'))
            AS origin_answered
 FROM batches b
 LEFT JOIN frontier f USING (url)
 LEFT JOIN pages p USING (url)
 LEFT JOIN v_origins o ON o.origin = url_origin(b.url)
-WHERE b.cycle = $cycle + 1;
+WHERE b.score_cycle = $cycle;
