@@ -4,6 +4,12 @@ crawlcycle.pipeline.stage_order.STAGE_ORDER, the stages live in crawlcycle.pipel
 fetch and parse are mapped over the host shards; every other task opens the DuckDB file and runs alone. A gate
 task pays the import of Great Expectations unless its executor preloaded it (crawlcycle.airflow.executor does,
 for LocalExecutor).
+
+A cycle runs with the settings its begin resolved (the settings file, the environment, this run's parameters) and
+recorded in cycles.settings: every later task, and every retry, reads that record, so an edit of the file applies
+from the next cycle. What this file reads when the scheduler parses it (schedule, dates, retries, timeouts, the
+writer queue, the query-log sensor of missing_query_log = wait) and where the state is (the storage settings) are
+read as they stand: crawlcycle.settings.LIVE.
 """
 
 from __future__ import annotations
@@ -25,11 +31,18 @@ from crawlcycle.settings import POLICIES
 settings = dag_settings()
 
 
-def _run(task_name: str) -> object:
-    """The settings a task runs with: the run's parameters over the settings, and the task's own overrides."""
+def _live(task_name: str) -> object:
+    """The settings as they stand for a task: the run's parameters over the settings, and the task's own overrides."""
     from crawlcycle.pipeline.stages import run_settings
 
     return run_settings({**get_current_context()["params"], **TASK_OVERRIDES.get(task_name, {})})
+
+
+def _run(task_name: str, inputs: dict[str, object]) -> object:
+    """Run a task of the cycle with the settings begin recorded (begin: with those as they stand)."""
+    from crawlcycle.pipeline.stages import run_task
+
+    return run_task(TASKS[task_name], _live(task_name), inputs)
 
 
 @dag(
@@ -52,14 +65,13 @@ def _run(task_name: str) -> object:
 def crawl_cycle() -> None:
     @task
     def shard_task(name: str, shard: str) -> object:
-        return TASKS[name].run(_run(name), {"shard": shard})
+        return _run(name, {"shard": shard})
 
     @task
     def db_task(name: str, cycle: int | None = None, shards: list[str] | None = None) -> object:
         context = get_current_context()
         start, end, run_id = run_interval(context)
-        out = TASKS[name].run(_run(name), {"start": start, "end": end, "run_id": run_id, "cycle": cycle,
-                                           "shards": list(shards or [])})
+        out = _run(name, {"start": start, "end": end, "run_id": run_id, "cycle": cycle, "shards": list(shards or [])})
         for asset in context["task"].outlets:  # the crawl state, updated by the cycle's last task
             context["outlet_events"][asset].extra = {"cycle": cycle, "interval_start": start.isoformat()}
         for line in out if TASKS[name].kind == GATE else ():
@@ -87,7 +99,7 @@ def crawl_cycle() -> None:
         def query_log_partition() -> bool:
             from crawlcycle.ranking.query_log import partition_exists
 
-            return partition_exists(_run("begin"), run_interval(get_current_context())[0])
+            return partition_exists(_live("begin"), run_interval(get_current_context())[0])
 
         query_log_partition() >> tasks[0]
 

@@ -3,7 +3,8 @@
 Pages hold markers that are replaced at build time, so what the code defines is never copied by hand:
 
 - ``<!-- settings-table -->``: every setting with its default and meaning, one table per section
-  (``crawlcycle.settings.describe``);
+  (``crawlcycle.settings.describe``), and whether a cycle runs with the value its begin recorded ("frozen") or each
+  task reads it as it stands, and why (``crawlcycle.settings.LIVE``);
 - ``<!-- cli-commands -->``: every ``crawlcycle`` subcommand with its help line, its own options and the sections
   of the settings it takes (``crawlcycle.cli.build_parser``);
 - ``<!-- policy-table -->``: every ordering policy of the registry (``crawlcycle.contracts.policies``);
@@ -40,13 +41,13 @@ def cell(text: str) -> str:
 
 def settings_table() -> str:
     """One table per section, under a heading naming its TOML table."""
-    from crawlcycle.settings import SECTIONS, describe
+    from crawlcycle.settings import LIVE, SECTIONS, describe
 
     out = []
     for name in SECTIONS:
-        rows = [f"| `{setting}` | `{default!r}` | {cell(help_text)} |"
-                for section, setting, default, help_text in describe() if section == name]
-        out += [f"### `[{name}]`", "", "| setting | default | meaning |", "|---|---|---|", *rows, ""]
+        rows = [f"| `{setting}` | `{default!r}` | {'live: ' + LIVE[setting] if setting in LIVE else 'frozen'} | "
+                f"{cell(help_text)} |" for section, setting, default, help_text in describe() if section == name]
+        out += [f"### `[{name}]`", "", "| setting | default | in a cycle | meaning |", "|---|---|---|---|", *rows, ""]
     return "\n".join(out)
 
 

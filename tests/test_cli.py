@@ -88,15 +88,21 @@ def test_the_command_reads_the_crawlcycle_toml_of_its_folder_or_above(tmp_path: 
         assert res.returncode == 0, res.stderr
         lines = res.stdout.splitlines()
         assert lines[0] == f"# config: {project / 'crawlcycle.toml'}"
-        assert "batch_size = 7" in lines and f"db_path = '{project / 'state' / 'crawl.duckdb'}'" in lines
+        # each value not at its default says where it came from
+        file = f"  # file {project / 'crawlcycle.toml'}"
+        assert f"batch_size = 7{file}" in lines and f"db_path = '{project / 'state' / 'crawl.duckdb'}'{file}" in lines
     # $CRAWLCYCLE_CONFIG and --config come before the search
     (tmp_path / "other.toml").write_text("batch_size = 9\n")
     res = _run_in(project, "settings", env={"CRAWLCYCLE_CONFIG": str(tmp_path / "other.toml")})
     assert res.stdout.splitlines()[:1] == [f"# config: {tmp_path / 'other.toml'}"] and "batch_size = 9" in res.stdout
     res = _run_in(project, "settings", "--config", str(tmp_path / "other.toml"))
-    assert "batch_size = 9" in res.stdout.splitlines()
+    assert f"batch_size = 9  # file {tmp_path / 'other.toml'}" in res.stdout.splitlines()
+    res = _run_in(project, "settings", "--batch-size", "8", env={"CRAWLCYCLE_MIN_DELAY": "2"})
+    assert {"batch_size = 8  # flag --batch-size", "min_delay = 2.0  # environment CRAWLCYCLE_MIN_DELAY"} <= set(
+        res.stdout.splitlines())
     res = _run_in(tmp_path, "settings")
     assert res.returncode == 0 and res.stdout.startswith("# config: none") and "batch_size = 400" in res.stdout
+    assert "#" not in res.stdout.split("\n", 1)[1]  # every value at its default
 
 
 def test_only_commands_that_fetch_need_a_user_agent(settings: Settings, tmp_path: Path) -> None:

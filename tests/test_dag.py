@@ -70,10 +70,21 @@ def test_without_a_user_agent_the_dag_parses_and_begin_fails_in_one_line(
         assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]
 
 
-def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
-    from crawlcycle.pipeline.stages import init
+def test_two_cycles_through_dag_test(dagbag, settings: Settings, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from crawlcycle.pipeline import stages
 
-    init(settings)
+    stages.init(settings)
+    refit = stages.refit_models
+
+    def refit_then_edit(s: Settings, cycle: int) -> dict:
+        """The refit, then an edit of the settings file while cycle 1 runs: it applies from cycle 2."""
+        out = refit(s, cycle)
+        if cycle == 1:
+            write_toml(replace(settings, policy="bfs"), tmp_path / "settings.toml")
+        return out
+
+    monkeypatch.setattr(stages, "refit_models", refit_then_edit)
     dag = dagbag.dags["crawl_cycle"]
     for day in (1, 2):
         run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
@@ -82,6 +93,11 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings) -> None:
         cycles = con.execute("SELECT cycle, interval_start, status, fetched FROM cycles ORDER BY cycle").fetchall()
         assert [(c, str(d), s) for c, d, s, _ in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
         assert all(f > 0 for *_, f in cycles)
+        # cycle 1 scored and chose batch 2 with the policy it began with; cycle 2 began with the edited file
+        assert con.execute("SELECT cycle, list(DISTINCT policy) FROM batches WHERE cycle > 1 GROUP BY 1 "
+                           "ORDER BY 1").fetchall() == [(2, ["hybrid"]), (3, ["bfs"])]
+        assert con.execute("SELECT settings->'sources'->>'policy' FROM cycles ORDER BY cycle").fetchall() == [
+            (None,), (f"file {tmp_path / 'settings.toml'}",)]
         assert con.execute("SELECT count(*) - count(DISTINCT url) FROM fetch_log").fetchall()[0][0] == 0
         worst = con.execute("SELECT max(n) FROM (SELECT count(*) n FROM batches WHERE fetch_cycle = 3 GROUP BY host)")
         assert worst.fetchall()[0][0] <= settings.per_host_cap

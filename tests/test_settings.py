@@ -1,6 +1,7 @@
+import json
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from crawlcycle.settings import (
     SECTIONS,
     Settings,
     SettingsError,
+    from_record,
     load_settings,
     with_overrides,
     write_toml,
@@ -29,6 +31,35 @@ def test_precedence_file_then_env_then_overrides(tmp_path: Path) -> None:
     s = load_settings(cfg, overrides={"batch_size": "30"}, environ=env)
     assert (s.shards, s.min_delay, s.batch_size) == (5, 2.0, 30)
     assert with_overrides(s, {"batch_size": 40}).batch_size == 40
+
+
+def test_loaded_settings_say_where_each_value_not_at_its_default_came_from(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[ordering]\nbatch_size = 10\nper_host_cap = 40\npolicy = "bfs"\n[storage]\ndata_dir = "data"\n')
+    env = {"CRAWLCYCLE_MIN_DELAY": "2", "CRAWLCYCLE_BATCH_SIZE": "20"}
+    s = load_settings(cfg, overrides={"shards": 5, "max_hops": None}, environ=env)
+    # per_host_cap 40 and the folder data beside the file are the defaults: no source
+    assert s.sources == {"batch_size": "environment CRAWLCYCLE_BATCH_SIZE", "policy": f"file {cfg}",
+                         "min_delay": "environment CRAWLCYCLE_MIN_DELAY", "shards": "flag --shards"}
+    run = with_overrides(s, {"policy": "random", "batch_size": 400, "max_hops": 2})
+    assert run.sources == {"policy": "run parameter policy", "min_delay": "environment CRAWLCYCLE_MIN_DELAY",
+                           "shards": "flag --shards", "max_hops": "run parameter max_hops"}
+    assert with_overrides(run, {"max_hops": 3}, source="flag").sources["max_hops"] == "flag --max-hops"
+
+
+def test_a_record_gives_its_values_but_the_live_settings_give_theirs(tmp_path: Path) -> None:
+    begun = load_settings(overrides={**UA, "batch_size": 10, "db_path": str(tmp_path / "a.duckdb"),
+                                     "task_timeout": 900.0}, environ={})
+    now = load_settings(overrides={**UA, "batch_size": 20, "db_path": str(tmp_path / "b.duckdb")},
+                        environ={"CRAWLCYCLE_POLICY": "bfs"})
+    record = json.loads(json.dumps(begun.record()))  # as the database and the shard folders keep it
+    frozen = from_record(record, now)
+    assert frozen == replace(begun, db_path=now.db_path, task_timeout=now.task_timeout)
+    assert frozen.sources == {"user_agent": "flag --user-agent", "batch_size": "flag --batch-size",
+                              "db_path": "flag --db-path"}
+    record["values"]["no_such_thing"] = 1
+    with pytest.raises(SettingsError, match=r"^setting no_such_thing: unknown setting \(from the cycle's record\)$"):
+        from_record(record, now)
 
 
 def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:

@@ -107,9 +107,9 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from crawlcycle.ui.report import print_report
+    from crawlcycle.ui.report import print_report, print_setting_changes
 
-    print_report(_settings(args))
+    (print_setting_changes if args.settings else print_report)(_settings(args))
     return 0
 
 
@@ -221,7 +221,8 @@ def cmd_settings(args: argparse.Namespace) -> int:
     for section in SECTIONS:
         print(f"[{section}]")
         for name, value in settings.section(section).items():
-            print(f"{name} = {value!r}")
+            source = settings.sources.get(name)
+            print(f"{name} = {value!r}" + (f"  # {source}" if source else ""))
     return 0
 
 
@@ -232,7 +233,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     run_all = args.policies == "all"
     settings = _settings(args, fetches=True)
     if args.policies and not run_all:
-        settings = with_overrides(settings, {"policy": args.policies})
+        settings = with_overrides(settings, {"policy": args.policies}, source="flag")
     # By default each run gets its own folder where the Crawl page looks for the newest curves.
     out = Path(args.out) if args.out else Path(settings.data_dir) / "simulations" / time.strftime("%Y%m%d-%H%M%S")
     try:
@@ -277,7 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--regenerate", action="store_true", help="write it again even if it exists")
     p = add("cycle", cmd_cycle, "run one whole crawl cycle in this process (no scheduler needed)", crawl)
     p.add_argument("--date", help="data interval start, YYYY-MM-DD: selects the query-log partition (default today)")
-    add("report", cmd_report, "print the per-cycle summary", ("storage",))
+    p = add("report", cmd_report, "print the per-cycle summary", ("storage",))
+    p.add_argument("--settings", action="store_true",
+                   help="print instead which settings changed between cycles: cycle, setting, old → new, source")
     p = add("check", cmd_check, "run one quality gate on a cycle's output; exit 1 when it fails",
             ("storage", "parse", "quality"))
     p.add_argument("stage", choices=STAGES, help="the gate: the stage whose output it checks")
@@ -298,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result", ("storage",))
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
-    add("settings", cmd_settings, "print every setting as resolved from file, environment and flags")
+    add("settings", cmd_settings, "print every setting as resolved from file, environment and flags, each not at its "
+                                  "default with where it came from")
     # --snapshot takes several WARC files here, and --policy also 'all': not the settings of those names.
     p = add("simulate", cmd_simulate, "compare ordering policies offline: real cycles over a WARC snapshot",
             exclude=("snapshot", "policy"))

@@ -6,6 +6,10 @@ unique across sections: the environment (``CRAWLCYCLE_<NAME>``), the CLI flags (
 (``settings.<name>``) use the name alone.
 
 Precedence, lowest to highest: defaults < TOML file < environment < CLI flags < per-run overrides (DAG params).
+Loaded settings know where each value not at its default came from (``Settings.sources``): a cycle records them
+when it begins, and its later tasks run with that record (:meth:`Settings.record`, :func:`from_record`), but for the
+settings in ``LIVE``.
+
 A bad value raises ``SettingsError`` whose message is one line naming the setting and the reason. Files of the
 former flat form (one ``[crawlcycle]`` table) and the former names in ``RENAMED`` are still read, with a one-line
 note naming the new tables and keys.
@@ -52,13 +56,20 @@ RENAMED = {"retry_limit": "url_attempts", "fetch_retries": "fetch_task_retries",
            "max_retry_delay": "fetch_task_max_retry_delay"}
 
 
+# Why a setting is read live by every task instead of from its cycle's record (LIVE): it says where the crawl state is
+# or what the machine running the task has, or it shapes the DAG, which the scheduler reads when it parses the file.
+_MACHINE = "machine"
+_DAG = "DAG"
+
+
 class SettingsError(InputError):
     """A setting has a bad value; the message names it."""
 
 
 def _in(section: str) -> Callable[..., Any]:
     """The field maker of one section. Constraints a value must meet: ``low`` <= value, ``above`` < value,
-    value <= ``high``, value < ``below``, value in ``choices``; ``check(value)`` returns what is wrong, or None."""
+    value <= ``high``, value < ``below``, value in ``choices``; ``check(value)`` returns what is wrong, or None.
+    ``live``: why every task reads the setting as it stands rather than from its cycle's record."""
     def setting(default: Any, help: str, **rules: Any) -> Any:
         return field(default=default, metadata={"section": section, "help": help, **rules})
     return setting
@@ -137,35 +148,40 @@ def _embedding_model(on: bool) -> str | None:
 @dataclass(frozen=True)
 class Settings:
     # Where the crawl state lives.
-    db_path: str = storage("data/crawl.duckdb", "DuckDB file holding the whole crawl state")
-    data_dir: str = storage("data", "folder for shard files (WARC, Parquet) passed between tasks")
+    db_path: str = storage("data/crawl.duckdb", "DuckDB file holding the whole crawl state", live=_MACHINE)
+    data_dir: str = storage("data", "folder for shard files (WARC, Parquet) passed between tasks", live=_MACHINE)
     shard_storage: str = storage("", "where shard files live when workers share no folder: an fsspec URL such as "
-                                 "s3://bucket/prefix or file:///shared/shards (empty = <data_dir>/cycles)")
+                                 "s3://bucket/prefix or file:///shared/shards (empty = <data_dir>/cycles)",
+                                 live=_MACHINE)
     parse_cache: str = storage("", "SQLite file of parse results keyed by the response and the parse settings and "
-                               "code, so identical bytes are parsed once (the simulator sets it; empty = off)")
-    duckdb_memory_limit: str = storage("2GB", "DuckDB memory_limit for every connection")
-    duckdb_threads: int = storage(2, "DuckDB threads for every connection", low=1)
+                               "code, so identical bytes are parsed once (the simulator sets it; empty = off)",
+                               live=_MACHINE)
+    duckdb_memory_limit: str = storage("2GB", "DuckDB memory_limit for every connection", live=_MACHINE)
+    duckdb_threads: int = storage(2, "DuckDB threads for every connection", low=1, live=_MACHINE)
     # How Airflow runs the cycles.
-    schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle (time-based, so backfills work)")
+    schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle (time-based, so backfills work)",
+                                  live=_DAG)
     start_date: str = orchestration("2026-11-01", "first data interval of crawl_cycle (YYYY-MM-DD)",
-                                    check=_date(optional=False))
+                                    check=_date(optional=False), live=_DAG)
     end_date: str = orchestration("", "last data interval the scheduler runs by itself (YYYY-MM-DD; empty = no "
                                   "end); replays of a fixed set of query-log partitions set it to the last one",
-                                  check=_date(optional=True))
+                                  check=_date(optional=True), live=_DAG)
     shards: int = orchestration(4, "host shards per cycle; each is one mapped fetch/parse task", low=1)
-    parse_workers: int = orchestration(0, "parser processes per parse task (0 = one per core)", low=0)
+    parse_workers: int = orchestration(0, "parser processes per parse task (0 = one per core)", low=0, live=_MACHINE)
     writer_queue: str = orchestration("crawl_writer", "Celery queue of every task that opens the DuckDB file (one "
-                                      "worker, concurrency 1); fetch and parse shards use the default queue")
+                                      "worker, concurrency 1); fetch and parse shards use the default queue", live=_DAG)
     task_retries: int = orchestration(1, "Airflow retries of a failed task, fetch shards excepted "
-                                      "(fetch_task_retries)", low=0)
-    task_retry_delay: float = orchestration(10.0, "seconds before a failed task's first Airflow retry", low=0)
+                                      "(fetch_task_retries)", low=0, live=_DAG)
+    task_retry_delay: float = orchestration(10.0, "seconds before a failed task's first Airflow retry", low=0,
+                                            live=_DAG)
     fetch_task_retries: int = orchestration(3, "Airflow retries of a failed fetch shard task, each after twice the "
-                                            "previous wait", low=0)
+                                            "previous wait", low=0, live=_DAG)
     fetch_task_max_retry_delay: float = orchestration(600.0, "longest wait before a fetch shard task's retry "
-                                                      "(exponential back-off cap)", low=0)
-    task_timeout: float = orchestration(3600.0, "seconds a task may run before Airflow fails it (execution_timeout)")
+                                                      "(exponential back-off cap)", low=0, live=_DAG)
+    task_timeout: float = orchestration(3600.0, "seconds a task may run before Airflow fails it (execution_timeout)",
+                                        live=_DAG)
     max_failed_runs: int = orchestration(3, "consecutive failed crawl_cycle runs after which Airflow pauses the DAG",
-                                         low=1)
+                                         low=1, live=_DAG)
     # What may enter the frontier: applied when URLs are admitted (seeds, links, redirects, sitemaps) and when
     # batches are chosen.
     seeds_file: str = scope("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
@@ -252,7 +268,7 @@ class Settings:
                                      "prestige alone), 'fail' stops the cycle, 'wait' has Airflow wait up to "
                                      "query_log_wait seconds for it, then fails", choices=MISSING_QUERY_LOG)
     query_log_wait: float = ranking(21600.0, "seconds Airflow waits for a missing query-log partition "
-                                    "(missing_query_log = wait)", low=0)
+                                    "(missing_query_log = wait)", low=0, live=_DAG)
     top_k: int = ranking(10, "K: results per query that count as shown", low=1)
     bm25_k1: float = ranking(1.2, "BM25F term-frequency saturation k1 of the reference ranker", above=0)
     bm25_weights: str = ranking("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url",
@@ -333,6 +349,9 @@ class Settings:
     demo_seed: int = demo(42, "seed of the demo web generator")
     demo_port: int = demo(8089, "port of the demo web server on loopback", low=1, high=65535)
     snapshot: str = demo("", "WARC file served by the demo web instead of the generated one")
+    # Not a setting: where each value not at its default came from ("file <path>", "environment CRAWLCYCLE_<NAME>",
+    # "flag --<name>", "run parameter <name>"), kept by load_settings, with_overrides and from_record.
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
     def url_rules(self) -> UrlRules:
@@ -346,8 +365,13 @@ class Settings:
         """The values of one section, by setting name."""
         return {f.name: getattr(self, f.name) for f in SECTION_FIELDS[name]}
 
+    def record(self) -> dict[str, Any]:
+        """Every setting's value and the sources of those not at their defaults: what a cycle runs with, as begin
+        stores it (``cycles.settings``) and plan_shards writes it into each shard folder."""
+        return {"values": {n: getattr(self, n) for n in SETTING_NAMES}, "sources": dict(self.sources)}
+
     def validate(self) -> Settings:
-        for f in fields(self):
+        for f in SETTING_FIELDS:
             if problem := _problem(f, getattr(self, f.name)):
                 raise SettingsError(f"setting {f.name}: {problem}")
         for name, ok, why in (
@@ -403,10 +427,13 @@ class Settings:
         return None
 
 
-SETTING_NAMES = tuple(f.name for f in fields(Settings))
+SETTING_FIELDS = tuple(f for f in fields(Settings) if "section" in f.metadata)
+SETTING_NAMES = tuple(f.name for f in SETTING_FIELDS)
 SECTION_FIELDS: dict[str, tuple[Field, ...]] = {
-    s: tuple(f for f in fields(Settings) if f.metadata["section"] == s) for s in SECTIONS}
-SECTION_OF = {f.name: f.metadata["section"] for f in fields(Settings)}
+    s: tuple(f for f in SETTING_FIELDS if f.metadata["section"] == s) for s in SECTIONS}
+SECTION_OF = {f.name: f.metadata["section"] for f in SETTING_FIELDS}
+# The settings every task reads as they stand, and why; a cycle's other settings are those its begin recorded.
+LIVE = {f.name: f.metadata["live"] for f in SETTING_FIELDS if "live" in f.metadata}
 _DOMAIN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 
 
@@ -490,18 +517,31 @@ def _name(key: str) -> str:
     return RENAMED.get(_spelled(key), _spelled(key))
 
 
-def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: list[str] | None = None) -> None:
-    """Coerce ``values`` (key -> raw value) into ``base``; a former name in RENAMED is taken for its new one and
-    noted in ``renamed``."""
+def _where(source: str, key: str) -> str:
+    """Where ``key`` of ``source`` was given, as ``Settings.sources`` and errors say it: the file (``source`` is
+    "file <path>"), or the variable, flag or run parameter itself."""
+    if source == "environment":
+        return f"environment {ENV_PREFIX}{key}"
+    if source == "flag":
+        return f"flag --{_spelled(key).replace('_', '-')}"
+    return f"{source} {key}" if source == "run parameter" else source
+
+
+def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: list[str] | None = None,
+           given: dict[str, str] | None = None) -> None:
+    """Coerce ``values`` (key -> raw value) into ``base``, noting in ``given`` where each was given; a former name in
+    RENAMED is taken for its new one and noted in ``renamed``."""
     for key, raw in values.items():
         name = _name(key)
         if _spelled(key) in RENAMED and renamed is not None:
             renamed.append(f"{key} is now [{SECTION_OF[name]}] {name}")
         if name not in SETTING_NAMES:
-            raise SettingsError(f"setting {key}: unknown setting (from {source})")
+            raise SettingsError(f"setting {key}: unknown setting (from {_where(source, key)})")
         if raw is None:
             continue
         base[name] = _coerce(name, raw)
+        if given is not None:
+            given[name] = _where(source, key)
 
 
 def _note(text: str) -> None:
@@ -509,8 +549,9 @@ def _note(text: str) -> None:
     print(f"crawlcycle: note: {text}", file=sys.stderr)
 
 
-def _read_toml(path: Path, values: dict[str, Any]) -> None:
-    """The settings of a TOML file into ``values``: one table per section, or the former flat form."""
+def _read_toml(path: Path, values: dict[str, Any], given: dict[str, str]) -> None:
+    """The settings of a TOML file into ``values`` (and ``given``): one table per section, or the former flat
+    form."""
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
@@ -528,8 +569,8 @@ def _read_toml(path: Path, values: dict[str, Any]) -> None:
             name = _name(key)
             if name in SECTION_OF and SECTION_OF[name] != section:
                 raise SettingsError(f"setting {key}: belongs in [{SECTION_OF[name]}], not [{section}] (from {path})")
-        _apply(values, table, str(path), renamed)
-    _apply(values, flat, str(path), renamed)
+        _apply(values, table, f"file {path}", renamed, given)
+    _apply(values, flat, f"file {path}", renamed, given)
     if flat:
         names = [_name(key) for key in flat]  # all known: _apply refused any other
         moved = "; ".join(f"[{s}] " + ", ".join(n for n in names if SECTION_OF[n] == s)
@@ -541,39 +582,60 @@ def _read_toml(path: Path, values: dict[str, Any]) -> None:
 
 def load_settings(config: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
                   environ: dict[str, str] | None = None) -> Settings:
-    """Build validated settings from the TOML file, the environment and explicit overrides.
+    """Build validated settings from the TOML file, the environment and explicit overrides (the command's flags),
+    each value not at its default with its source.
 
     Relative paths in the TOML file are resolved against the file's folder, so Airflow workers
     started anywhere find the same files.
     """
     environ = os.environ if environ is None else environ
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     config = config or environ.get(CONFIG_ENV)
     base_dir = Path.cwd()
     if config:
         cfg = Path(config)
         if not cfg.is_file():
             raise SettingsError(f"setting config: file {cfg} does not exist")
-        _read_toml(cfg, values)
+        _read_toml(cfg, values, given)
         base_dir = cfg.resolve().parent
     env_values = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
                   if k.startswith(ENV_PREFIX) and k != CONFIG_ENV}
     renamed: list[str] = []
-    _apply(values, env_values, "environment", renamed)
+    _apply(values, env_values, "environment", renamed, given)
     if renamed:
         _note("environment: " + "; ".join(f"{ENV_PREFIX}{r}" for r in renamed))
-    _apply(values, overrides or {}, "overrides")
-    settings = Settings(**values)
-    resolved = {n: str((base_dir / getattr(settings, n)).resolve())
-                for n in _PATH_SETTINGS if getattr(settings, n)}
-    return replace(settings, **resolved).validate()
+    _apply(values, overrides or {}, "flag", given=given)
+    settings, defaults = _resolved(Settings(**values), base_dir), _resolved(Settings(), base_dir)
+    sources = {n: where for n, where in given.items() if getattr(settings, n) != getattr(defaults, n)}
+    return replace(settings, sources=sources).validate()
 
 
-def with_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
-    """Per-run overrides (DAG params) on top of loaded settings."""
+def _resolved(settings: Settings, base_dir: Path) -> Settings:
+    """``settings`` with their relative paths resolved against ``base_dir``."""
+    return replace(settings, **{n: str((base_dir / getattr(settings, n)).resolve())
+                                for n in _PATH_SETTINGS if getattr(settings, n)})
+
+
+def with_overrides(settings: Settings, overrides: dict[str, Any], source: str = "run parameter") -> Settings:
+    """Per-run overrides (DAG params; ``source`` "flag" for a command's own) on top of loaded settings."""
     values: dict[str, Any] = {}
-    _apply(values, overrides, "run parameters")
-    return replace(settings, **values).validate()
+    given: dict[str, str] = {}
+    _apply(values, overrides, source, given=given)
+    default = Settings()
+    sources = {n: where for n, where in {**settings.sources, **given}.items()
+               if n not in values or values[n] != getattr(default, n)}
+    return replace(settings, **values, sources=sources).validate()
+
+
+def from_record(record: dict[str, Any], live: Settings) -> Settings:
+    """The settings a cycle's task runs with: the values its begin recorded (:meth:`Settings.record`), but for the
+    settings in LIVE, which ``live`` (the settings as they stand) gives."""
+    values: dict[str, Any] = {}
+    _apply(values, {k: v for k, v in record["values"].items() if _name(k) not in LIVE}, "the cycle's record")
+    sources = {n: where for n, where in record["sources"].items() if n not in LIVE} | {
+        n: where for n, where in live.sources.items() if n in LIVE}
+    return replace(live, **values, sources=sources).validate()
 
 
 def write_toml(settings: Settings, path: Path) -> None:

@@ -20,7 +20,8 @@ WORKER_NAME_ENV = "CELERY_WORKER_NAME"
 # (gate_<stage> in cycles.stage_seconds).
 GATE_TASKS = {t.name: t.gates for t in STAGE_ORDER if t.kind == GATE}
 # Settings a task overrides: shards already run in parallel as mapped tasks, and a process pool inside a parse task
-# would re-import the `airflow` entry point in each worker.
+# would re-import the `airflow` entry point in each worker. Each is read live (settings.LIVE), so it holds over the
+# settings the cycle recorded.
 TASK_OVERRIDES = {"parse": {"parse_workers": 1}}
 # Each retry of a fetch shard waits this many times longer than the one before (up to fetch_task_max_retry_delay).
 FETCH_BACKOFF = 2.0

@@ -4,7 +4,8 @@ A shard folder (``<data_dir>/cycles/<cycle>/shard-<k>/`` or under ``shard_storag
 
 - plan_shards: ``urls.parquet`` (the shard's batch URLs), ``probes.parquet`` (origins whose robots.txt is fetched
   outside the batch, before any of their URLs may take a slot), ``hosts_in.parquet`` and ``robots_in.parquet`` (the
-  stored politeness and robots state of its hosts and their origins);
+  stored politeness and robots state of its hosts and their origins), and ``settings.json``, the settings the cycle
+  runs with as its begin recorded them (``cycles.settings``), which the fetch and parse tasks run with;
 - fetch: ``responses.warc.gz`` and the Parquet files of ``FETCH_OUTPUTS``, plus ``politeness.jsonl``, appended
   while the fetch runs, so that a retried task waits out the delay after the last request of the one that died;
 - parse: the Parquet files of ``PARSE_OUTPUTS``, ``pages.parquet``, ``links.parquet`` and ``rejects.parquet``;
@@ -30,6 +31,7 @@ URLS = "urls.parquet"
 PROBES = "probes.parquet"
 HOSTS_IN = "hosts_in.parquet"
 ROBOTS_IN = "robots_in.parquet"
+SETTINGS = "settings.json"
 WARC = "responses.warc.gz"
 POLITENESS_JOURNAL = "politeness.jsonl"
 FETCH_LOG = "fetch_log.parquet"

@@ -8,8 +8,9 @@ import hashlib
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings
 
-# Wall-clock times and timings differ between two runs by nature; every other column must not.
-VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds"),
+# Wall-clock times and timings differ between two runs by nature, and so do the settings a cycle recorded between two
+# crawls (each names its own files and folders); every other column must not.
+VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds", "settings"),
             "fetch_log": ("started_at", "finished_at", "elapsed_ms"),
             "fetch_requests": ("started_at", "finished_at"),
             "hosts": ("delay", "last_response_ms", "backoff_until", "last_request_at"),

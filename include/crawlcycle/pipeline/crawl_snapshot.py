@@ -25,7 +25,7 @@ from crawlcycle.db import query
 from crawlcycle.settings import Settings
 
 TABLES = ("cycles", "fetch_errors", "gates", "gate_problems", "batch", "needy_queries", "hosts", "origins_held",
-          "model_runs")
+          "model_runs", "settings")
 _JSON_COLUMNS = ("parts", "metrics", "stage_seconds", "slots_failed", "slots_skipped")
 
 

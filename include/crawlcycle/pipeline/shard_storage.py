@@ -77,6 +77,14 @@ def local_shard(location: str, write: bool = True) -> Iterator[Path]:
                 fs.put_file(str(f), f"{remote}/{f.name}")
 
 
+def read_file(location: str, name: str) -> str:
+    """The text of one file of a stored shard, without staging the others; FileNotFoundError when it is missing."""
+    if not is_remote(location):
+        return (Path(location) / name).read_text()
+    fs, remote = _fs(location)
+    return fs.cat_file(f"{remote}/{name}").decode()
+
+
 def storing(location: str, local_file: Path) -> Callable[[], None] | None:
     """A function that stores ``local_file`` of a staged shard into the shard at ``location`` before the stage
     ends (a file that must outlive a failed stage); None for a local shard, whose folder is the stored one."""

@@ -4,6 +4,9 @@ and ``crawlcycle cycle`` calls them all in order in one process.
 Stages that open the DuckDB file: begin, gates, update, refit, select_needy, score, materialize, close.
 Stages that run in parallel per host shard and never open it: fetch, parse. They exchange files in
 ``<data_dir>/cycles/<cycle>/shard-<k>/``, or under the ``shard_storage`` URL (see shard_storage).
+
+A cycle runs with one set of settings: begin resolves them and records them with the cycle, and every later task
+runs with that record (:func:`run_task`).
 """
 
 from __future__ import annotations
@@ -32,11 +35,11 @@ from crawlcycle.pipeline import materialize as materialize_mod
 from crawlcycle.pipeline import shard_storage, update
 from crawlcycle.pipeline.crawl_snapshot import export_snapshot
 from crawlcycle.pipeline.disk_full import reports_disk_full
-from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER
+from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, Task
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition, source_partition
-from crawlcycle.settings import Settings, SettingsError, load_settings, with_overrides
+from crawlcycle.settings import Settings, SettingsError, from_record, load_settings, with_overrides
 
 
 class CycleOrderError(InputError):
@@ -44,9 +47,41 @@ class CycleOrderError(InputError):
 
 
 def run_settings(params: dict[str, Any] | None = None) -> Settings:
-    """Settings for one run: the loaded settings with the run's non-empty parameters on top."""
+    """The settings as they stand for one Airflow run: the settings file and the environment, with the run's
+    non-empty parameters on top."""
     overrides = {k: v for k, v in (params or {}).items() if v not in (None, "")}
     return with_overrides(load_settings(), overrides)
+
+
+def run_task(task: Task, live: Settings, inputs: dict[str, Any]) -> Any:
+    """Run ``task`` of a cycle on ``inputs``, as the DAG and run_cycle do. ``live`` are the settings as they stand
+    (file, environment, flags, the run's parameters): begin runs with them and records them with the cycle; every
+    later task of the cycle, a retry too, runs with that record (a shard task with the copy plan_shards wrote into
+    its folder), but for the settings in ``settings.LIVE`` (where the state is, what shapes the DAG), which it takes
+    from ``live``. So an edit applies from the next cycle, and a replay of an interval, which runs its begin
+    again, records afresh."""
+    if task.name == "begin":
+        return task.run(live, inputs)
+    if task.kind == SHARD:
+        return task.run(from_record(_shard_record(inputs["shard"]), live), inputs)
+    with held_open(live):  # the task's own connections share the instance that read the record: one open, not two
+        return task.run(from_record(_cycle_record(live, inputs["cycle"]), live), inputs)
+
+
+def _cycle_record(settings: Settings, cycle: int) -> dict[str, Any]:
+    with connect(settings, read_only=True) as con:
+        record = scalar(con, "SELECT settings FROM cycles WHERE cycle = ?", [cycle])
+    if record is None:
+        raise InputError(f"cycle {cycle} has no recorded settings (its begin ran before cycles recorded them): "
+                         "run the cycle again from its begin task")
+    return json.loads(record)
+
+
+def _shard_record(shard: str) -> dict[str, Any]:
+    try:
+        return json.loads(shard_storage.read_file(shard, shard_files.SETTINGS))
+    except (FileNotFoundError, json.JSONDecodeError) as e:
+        raise shard_files.damaged(f"{shard}/{shard_files.SETTINGS}", type(e).__name__) from None
 
 
 def shard_of(host: str, shards: int) -> int:
@@ -134,8 +169,8 @@ def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[d
 
 @reports_disk_full
 def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
-    """Open the cycle of this data interval and ingest its query-log partition (or, when it is missing, what the
-    setting missing_query_log says); return the cycle number.
+    """Open the cycle of this data interval, recording the settings it runs with, and ingest its query-log partition
+    (or, when it is missing, what the setting missing_query_log says); return the cycle number.
 
     The interval's cycle number is reused when the interval was run before (a replay), otherwise it is
     the next one.
@@ -153,7 +188,8 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
             raise CycleOrderError(f"cycle {unfinished[0][0]} (interval {unfinished[0][1]}) has not finished; "
                                   f"finish or clear its run before cycle {cycle} (backfill with --max-active-runs 1)")
         run_sql(con, "pipeline/stages/begin_cycle", cycle=cycle, interval_start=interval_start,
-                interval_end=interval_end, run_id=run_id, policy=settings.policy)
+                interval_end=interval_end, run_id=run_id, policy=settings.policy,
+                settings=json.dumps(settings.record()))
         with timed(con, cycle, "begin"):
             rows = ingest_partition(con, settings, interval_start, source or interval_start)
             con.execute("UPDATE cycles SET query_partition = ?, query_rows = ? WHERE cycle = ?", [source, rows, cycle])
@@ -173,8 +209,8 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
 
 
 def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
-    """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, probes and cached host
-    state); return their locations."""
+    """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, probes, cached host
+    state and the cycle's settings); return their locations."""
     batch = con.sql("SELECT url, host, rank FROM batches WHERE fetch_cycle = ? ORDER BY rank", params=[cycle]).pl()
     probes = con.sql("SELECT origin, host FROM probes WHERE fetch_cycle = ? ORDER BY best_priority DESC, origin",
                      params=[cycle]).pl()
@@ -206,6 +242,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
             origins.drop("shard").write_parquet(d / shard_files.PROBES)
             hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
             robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
+            (d / shard_files.SETTINGS).write_text(json.dumps(settings.record()))
             if location in journals:
                 (d / shard_files.POLITENESS_JOURNAL).write_bytes(journals[location])
         out.append(location)
@@ -341,7 +378,8 @@ def run_gates(settings: Settings, names: tuple[str, ...], cycle: int, shard_dirs
 
 def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str], None] = print) -> dict:
     """One whole cycle in this process: the tasks of STAGE_ORDER in turn (a shard task's shards one after the
-    other), as the DAG runs them; close, the last, gives the cycle's summary."""
+    other), as the DAG runs them (:func:`run_task`, ``settings`` as they stand); close, the last, gives the cycle's
+    summary."""
     inputs: dict[str, Any] = {"start": interval_start, "end": None, "run_id": "manual"}
     # The tasks around fetch and parse share one open database; fetch and parse, which can take long on the live web,
     # leave it to other readers (crawlcycle sql, a report).
@@ -351,10 +389,10 @@ def run_cycle(settings: Settings, interval_start: date, progress: Callable[[str]
                 if on_shards:
                     out = []
                     for i, shard in enumerate(inputs["shards"], 1):
-                        out.append(t.run(settings, {**inputs, "shard": shard}))
+                        out.append(run_task(t, settings, {**inputs, "shard": shard}))
                         progress(f"cycle {inputs['cycle']}: {t.name} shard {i}/{len(inputs['shards'])} done")
                 else:
-                    out = t.run(settings, inputs)
+                    out = run_task(t, settings, inputs)
                 if t.gives:
                     inputs[t.gives] = out
                 if t.name == "begin":

@@ -188,6 +188,8 @@ _SLOT_COLUMNS = [("cycle", "cycle"), ("batch_size", "slots"), ("slots_fetched", 
                  ("slots_failed", "without a page"), ("slots_skipped", "not tried"),
                  ("slots_unanswered", "to origins that did not answer"), ("waste_share", "waste %"),
                  ("probes", "origins probed"), ("untested_slots", "next batch: slots for origins without a page")]
+_SETTING_COLUMNS = [("cycle", "cycle"), ("setting", "setting"), ("value", "value"), ("source", "from")]
+_CHANGE_COLUMNS = [("cycle", "cycle"), ("setting", "setting"), ("change", "old → new"), ("source", "from")]
 _HELD_COLUMNS = [("origin", "origin"), ("state", "state"), ("failures", "failures in a row"),
                  ("last_error", "last error"), ("last_tried_cycle", "last tried (cycle)"),
                  ("last_tried_at", "last tried at"), ("next_try_cycle", "tried again in cycle"),
@@ -244,6 +246,25 @@ def engagement_row(c: dict) -> dict:
     """A cycle's engagement figures as the page shows them: shares in per cent (one decimal)."""
     pct = {k: None if c.get(k) is None else round(100 * c[k], 1) for k in ("batch_query_share", "batch_query_mass")}
     return {**{k: c.get(k) for k, _ in _ENGAGEMENT_COLUMNS}, **pct}
+
+
+def setting_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Each cycle's settings not at their defaults, and the changes between cycles (``old → new``), from the
+    snapshot's ``settings`` (v_cycle_settings); a change back to the default comes from "default"."""
+    changes = [{**r, "change": f"{r['previous']} → {r['value']}", "source": r["source"] or "default"}
+               for r in rows if r["changed"]]
+    return [r for r in rows if r["source"] is not None], changes
+
+
+def _settings_section(rows: list[dict]) -> list[str]:
+    non_default, changes = setting_rows(rows)
+    return ["<h2>Settings</h2><p>Each cycle runs with the settings its begin recorded; an edit of the settings file "
+            "applies from the next cycle. The changes between cycles, and each cycle's settings that are not at their "
+            "defaults, with where the value came from: the settings file, an environment variable, a flag of "
+            "<code>crawlcycle</code> or a parameter of the Airflow run.</p>",
+            _table("setting-changes", _CHANGE_COLUMNS, changes) if changes
+            else '<p id="setting-changes">No setting changed between cycles.</p>',
+            '<div class="scroll">', _table("settings", _SETTING_COLUMNS, non_default), "</div>"]
 
 
 def _crawl_sections(snapshot: dict) -> list[str]:
@@ -316,4 +337,4 @@ def _crawl_sections(snapshot: dict) -> list[str]:
             for m, r in sorted(newest.items())]
     out.append(_table("fits", [("model", "model"), ("cycle", "cycle"), ("version", "version"),
                                ("metrics", "metrics")], fits, key="model"))
-    return out
+    return out + _settings_section(t.get("settings", []))  # a snapshot of an earlier release has none

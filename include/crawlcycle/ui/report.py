@@ -1,4 +1,5 @@
-"""Per-cycle summary for people: ``crawlcycle report``."""
+"""Per-cycle summary for people: ``crawlcycle report``, and the settings that changed between cycles:
+``crawlcycle report --settings``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import polars as pl
 from crawlcycle.airflow import task_overhead
 from crawlcycle.db import connect, query
 from crawlcycle.settings import Settings
+from crawlcycle.ui.crawl_views import setting_rows
 
 COLUMNS = ["cycle", "interval_start", "query_log", "policy", "status", "batch_size", "fetched", "errors", "new_urls",
            "pages_total", "frontier_open", "next_batch", "seconds", "gate_failures"]
@@ -102,6 +104,12 @@ def steering(settings: Settings, rows: int = HEAD_ROWS) -> tuple[pl.DataFrame, p
     return needy, batch, held
 
 
+def _whole_frames(str_lengths: int) -> pl.Config:
+    """Frames printed whole: every row and column, strings up to ``str_lengths``, without shape and types."""
+    return pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
+                     tbl_hide_column_data_types=True, fmt_str_lengths=str_lengths)
+
+
 def print_report(settings: Settings, airflow_metadata: str | None = None) -> None:
     """The per-cycle summary; ``airflow_metadata`` is the SQLAlchemy URL of Airflow's metadata database
     (default: task_overhead.metadata_url())."""
@@ -111,8 +119,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
         return
     needy, batch, held = steering(settings)
     runs, no_airflow = airflow_runs(df, airflow_metadata)
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
-                   tbl_hide_column_data_types=True, fmt_str_lengths=80):
+    with _whole_frames(80):
         print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT))
         if no_airflow:
             print(no_airflow)
@@ -136,3 +143,18 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
             print(f"origins held out of the batches until a probe answers (v_origins_held; {held.height} in all, "
                   f"the {min(held.height, HEAD_ROWS)} with the most waiting URLs):")
             print(held.head(HEAD_ROWS))
+
+
+def print_setting_changes(settings: Settings) -> None:
+    """Every change of a setting from one cycle's record to the next: cycle, setting, old → new, and where the new value
+    came from, as the Crawl page shows them."""
+    with connect(settings, read_only=True) as con:
+        rows = con.sql("SELECT * FROM v_cycle_settings").pl().to_dicts()
+    changes = pl.DataFrame(setting_rows(rows)[1], schema={"cycle": pl.Int32, "setting": pl.String,
+                                                          "change": pl.String, "source": pl.String})
+    if changes.is_empty():
+        print("no setting changed between cycles (v_cycle_settings lists each cycle's settings not at their defaults)")
+        return
+    with _whole_frames(160):  # sources name files by their paths
+        print("settings changed between cycles (each cycle runs with the settings its begin recorded):")
+        print(changes)
