@@ -112,8 +112,9 @@ def test_a_cycle_records_every_setting_and_where_each_not_at_its_default_came_fr
 
 def test_an_edit_mid_cycle_applies_from_the_next_cycle(crawl: Crawl) -> None:
     # cycle 1 chose batch 2 with the batch size and policy it began with, edited after its refit
-    batches = _q(crawl.settings, "SELECT cycle, count(*), any_value(policy), max(n) FROM (SELECT cycle, policy, "
-                                 "count(*) OVER (PARTITION BY cycle, host) n FROM batches) GROUP BY 1 ORDER BY 1")
+    batches = _q(crawl.settings, "SELECT fetch_cycle, count(*), any_value(policy), max(n) FROM (SELECT fetch_cycle, "
+                                 "policy, count(*) OVER (PARTITION BY fetch_cycle, host) n FROM batches) "
+                                 "GROUP BY 1 ORDER BY 1")
     assert [b[:3] for b in batches[1:]] == [(2, 12, "bfs"), (3, 5, "random")]
     assert batches[2][3] <= 3  # the run parameter of cycle 2
     # cycle 1's fetch sent the user agent it began with, edited after its plan_shards, which cycle 2's sent
@@ -127,7 +128,7 @@ def test_a_retry_after_an_edit_runs_with_the_recorded_settings(crawl: Crawl, tmp
     write_toml(replace(crawl.settings, batch_size=3, user_agent="crawlcycle-test/0.3 (+http://127.0.0.1/c)"), edited)
     monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(edited))
     monkeypatch.setenv("CRAWLCYCLE_POLICY", "indegree")
-    batch = "SELECT url, rank, policy FROM batches WHERE cycle = 3 ORDER BY rank"
+    batch = "SELECT url, rank, policy FROM batches WHERE fetch_cycle = 3 ORDER BY rank"
     chosen = _q(crawl.settings, batch)
     stages.run_task(TASKS["materialize"], stages.run_settings(), {"cycle": 2})
     assert _q(crawl.settings, batch) == chosen
@@ -171,7 +172,7 @@ def test_plan_shards_splits_with_the_recorded_settings_and_a_replayed_begin_reco
     write_toml(replace(settings, shards=1, policy="random"), config)
     shards = stages.run_task(TASKS["plan_shards"], stages.run_settings(), {"cycle": cycle})
     # the first batch, chosen now, and its split follow the settings begin recorded
-    assert len(shards) > 1 and _q(settings, "SELECT DISTINCT policy FROM batches WHERE cycle = 1") == [("bfs",)]
+    assert len(shards) > 1 and _q(settings, "SELECT DISTINCT policy FROM batches WHERE fetch_cycle = 1") == [("bfs",)]
     assert {json.loads(Path(s, SETTINGS).read_text())["values"]["shards"] for s in shards} == {3}
     # a replay of the interval begins again: it records the settings as they now stand
     stages.run_task(TASKS["begin"], stages.run_settings(), {"start": DAY1, "end": None, "run_id": "b"})
