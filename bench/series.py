@@ -1,0 +1,439 @@
+"""A web that changes: the same documentation sites in four Debian releases, one WARC per release.
+
+    .venv/bin/python bench/series.py build [--update]
+    .venv/bin/python bench/series.py changes [--jobs N]
+    .venv/bin/python bench/series.py workload --out DIR [--run R] [--queries N]
+
+Each host of ``bench/snapshots/dev-docs-over-time.json`` is one Debian documentation package in each release the
+spec names (python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13, 15, 17, 18; the same python-django-doc,
+sphinx-doc, git-doc, ... from bullseye, bookworm, trixie and sid): dated versions of one site under one host name
+and one robots.txt, for a crawler that re-fetches pages.
+
+``build`` writes ``data/dev-docs-over-time/<release>.warc.gz``. Packages come from the spec's mirror through an
+apt configuration of the series' own under ``data/apt/`` (sources list, lists, cache, the .debs and their unpacked
+trees); ``apt-get update`` runs when a release's lists are missing or with ``--update``. Nothing under /etc is
+written. A host serves what a static server would from the package's HTML root: the HTML pages and the style
+sheets, scripts and images they use, as ``../shared/corpus/build_snapshot.py`` does, but no ``.txt`` files: those
+are the Sphinx ``_sources/`` and git's AsciiDoc copies of every page, which the newest python3.X-doc does not ship
+and git-doc renamed to ``.adoc``, so keeping them would show a packaging change as hundreds of removed pages.
+Links into another host of the same release (the spec's aliases and each package's own root path) are rewritten
+to that host. Each response carries the validators nginx sends for a static file: ``Last-Modified``, the file's
+mtime in the .deb (Debian builds stamp every file of a package with one date, so it changes with every upload and
+says nothing about a page), and ``ETag`` ``"<mtime hex>-<length hex>"``; a server on loopback answers
+``If-None-Match`` and ``If-Modified-Since`` from these two recorded headers. Compare ``If-Modified-Since`` for
+equality, as nginx does (``if_modified_since exact``), not ``<=``: a page's date can go back from one release to the
+next (a stable update built after the next release's package). ``WARC-Date`` is the ``Date`` of the release's
+``InRelease`` file, when the archive published the packages; a first ``warcinfo`` record names the release, that
+date and each package's version. robots.txt is the spec's text of the host, the same bytes and ``Last-Modified``
+(``robots_modified``) in every release.
+
+``changes`` reads the WARCs back and writes ``bench/results/dev-docs-over-time/changes.md``: per host and step
+(release to the next), the HTML pages, URLs added, removed and kept, and of the kept pages the share whose bytes
+changed, whose main text changed (the project's parser, ``parse_warcs`` with the default extractor
+``trafilatura_text``; whitespace collapsed), which were rewritten (resemblance of word 5-shingle sets below 0.5,
+Broder's measure), whose ETag changed, whose bytes stayed the same under a new ETag, and whose Last-Modified went
+back.
+
+``workload`` writes ``DIR/queries.tsv`` and ``DIR/seeds.txt`` for the simulator: the workload of
+``bench/policies.py``'s real snapshots (``real_texts``: the query texts and the page titles, here of every release,
+drawn with Zipf frequencies, shuffle seed 7 + run), one query file that serves every cycle; and the seeds of run
+``--run`` from the first release's pages (run 0: each host's ``index.html``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import hashlib
+import io
+import json
+import mimetypes
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import formatdate, parsedate_to_datetime
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+import polars as pl
+from policies import ROOT, real_texts, write_workload
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from crawlcycle.contracts.canonical import canonicalize
+from crawlcycle.evaluation import policy_lab
+from crawlcycle.evaluation.judge import HTML_TYPES
+from crawlcycle.parse.records import parse_warcs
+from crawlcycle.settings import load_settings
+
+SPEC = ROOT / "bench" / "snapshots" / "dev-docs-over-time.json"
+OUT = ROOT / "data" / "dev-docs-over-time"
+APT = ROOT / "data" / "apt"
+CHANGES = ROOT / "bench" / "results" / "dev-docs-over-time" / "changes.md"
+KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+PAGE_TYPES = {".html", ".htm"}
+KEEP = PAGE_TYPES | {".css", ".js", ".png", ".svg", ".gif", ".jpg", ".pdf"}
+MAX_ASSET = 2 * 1024 * 1024  # as build_snapshot.py: a larger image or script is left out
+SHINGLE = 5
+REWRITTEN = 0.5
+
+
+def load_spec(path: Path = SPEC) -> dict:
+    """The series spec; stops with one line naming the file when it is not one."""
+    try:
+        spec = json.loads(path.read_text())
+        releases = spec["releases"]
+        for h in spec["hosts"]:
+            for release, entry in h["releases"].items():
+                if release not in releases or not entry["package"] or not entry["root"]:
+                    raise ValueError(f"host {h['host']}: release {release!r} not in releases or no package/root")
+        if not spec["mirror"].startswith("http"):
+            raise ValueError(f"mirror {spec['mirror']!r} is not a URL")
+        datetime.fromisoformat(spec["robots_modified"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise SystemExit(f"{path}: not a series spec ({type(e).__name__}: {e})") from None
+    return spec
+
+
+def warc_path(release: str) -> Path:
+    return OUT / f"{release}.warc.gz"
+
+
+def built(spec: dict) -> list[Path]:
+    """The WARC of every release, in order; stops, naming the build, when one is missing."""
+    paths = [warc_path(r) for r in spec["releases"]]
+    if missing := [p for p in paths if not p.is_file()]:
+        raise SystemExit(f"{missing[0]} is missing: build it from {ROOT} with `.venv/bin/python bench/series.py build`")
+    return paths
+
+
+# --- packages ---------------------------------------------------------------------------------------------------
+
+
+def apt(*args: str, cwd: Path | None = None) -> str:
+    """apt-get with the series' own sources list, lists, cache and (empty) package status under data/apt/."""
+    options = {"Dir::Etc::sourcelist": APT / "sources.list", "Dir::Etc::sourceparts": APT / "sources.list.d",
+               "Dir::State::Lists": APT / "lists", "Dir::Cache": APT / "cache", "Dir::State::status": APT / "status",
+               "APT::Sandbox::User": getpass.getuser()}  # downloads into data/apt/debs, which _apt may not write
+    cmd = ["apt-get", *(a for k, v in options.items() for a in ("-o", f"{k}={v}")), *args]
+    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, text=True)
+    if done.returncode:
+        raise SystemExit(f"apt-get {' '.join(args)} failed (exit {done.returncode}; its message is above)")
+    return done.stdout
+
+
+def in_release(suite: str) -> Path | None:
+    return next((APT / "lists").glob(f"*_dists_{suite}_InRelease"), None)
+
+
+def prepare_apt(spec: dict, update: bool) -> None:
+    """The series' apt configuration, and its package lists when a release has none yet (or ``update``)."""
+    for folder in ("sources.list.d", "lists/partial", "cache/archives/partial", "debs", "unpacked"):
+        (APT / folder).mkdir(parents=True, exist_ok=True)
+    (APT / "status").touch()
+    (APT / "sources.list").write_text(
+        "".join(f"deb [signed-by={KEYRING}] {spec['mirror']} {r} main\n" for r in spec["releases"]))
+    if update or any(in_release(r) is None for r in spec["releases"]):
+        apt("update")
+
+
+def download(package: str, suite: str) -> Path:
+    """The .deb of ``package`` in ``suite`` (its newest version there), downloaded once."""
+    uris = apt("download", "--print-uris", f"{package}/{suite}").split()  # 'URI' FILE SIZE HASH
+    deb = APT / "debs" / uris[1]
+    if not deb.is_file():
+        apt("download", f"{package}/{suite}", cwd=APT / "debs")
+    return deb
+
+
+def unpack(deb: Path) -> Path:
+    """The unpacked tree of ``deb``; dpkg-deb keeps each file's mtime."""
+    dest = APT / "unpacked" / deb.stem
+    if not dest.is_dir():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)  # what a stopped unpacking left
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True)
+        tmp.rename(dest)
+    return dest
+
+
+def archive_date(suite: str) -> str:
+    """The ``Date`` of the suite's InRelease file, as a WARC date."""
+    fields = in_release(suite).read_text(errors="replace").splitlines()
+    stamp = next(line.split(":", 1)[1] for line in fields if line.startswith("Date:"))
+    return parsedate_to_datetime(stamp.strip()).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- WARCs ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Site:
+    host: str
+    package: str
+    version: str
+    root: Path  # the package's HTML root, unpacked
+    robots: bytes
+
+
+def sites(spec: dict, release: str) -> list[Site]:
+    """The hosts of ``release``, their packages downloaded and unpacked."""
+    out = []
+    for h in spec["hosts"]:
+        if entry := h["releases"].get(release):
+            deb = download(entry["package"], release)
+            root = unpack(deb) / entry["root"]
+            if not root.is_dir():
+                raise SystemExit(f"{SPEC}: {h['host']} in {release}: {entry['package']} has no {entry['root']}")
+            out.append(Site(h["host"], entry["package"], unquote(deb.name.split("_")[1]), root,
+                            h.get("robots", "User-agent: *\nDisallow:\n").encode()))
+    return out
+
+
+def link_rewriter(spec: dict, release: str) -> Callable[[str], str]:
+    """Rewrites ``href`` targets that start with an alias of a host of ``release`` (its spec aliases and its
+    package's root path, the latter with or without ``file://``) to that host; the longest alias wins."""
+    host_of = {}
+    for h in spec["hosts"]:
+        if entry := h["releases"].get(release):
+            for alias in (*h.get("aliases", ()), *entry.get("aliases", ()), f"/{entry['root']}/"):
+                host_of[alias] = h["host"]
+    alternatives = "|".join(re.escape(a) if "://" in a else "(?:file://)?" + re.escape(a)
+                            for a in sorted(host_of, key=len, reverse=True))
+    pattern = re.compile(r"""(href=["'])(""" + alternatives + ")")
+
+    def rewrite(html: str) -> str:
+        return pattern.sub(lambda m: f"{m[1]}http://{host_of[m[2].removeprefix('file://')]}/", html)
+
+    return rewrite
+
+
+def site_files(root: Path) -> Iterator[tuple[str, Path]]:
+    """(URL path, file) of what a static server gives from ``root``, in a fixed order; symbolic links are followed
+    as a server follows them, dangling ones (Debian's shared JavaScript) skipped."""
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder, name)
+            ext = path.suffix.lower()
+            if ext in KEEP and path.is_file() and (ext in PAGE_TYPES or path.stat().st_size <= MAX_ASSET):
+                yield quote(path.relative_to(root).as_posix(), safe="/~!$&()*+,;=:@"), path
+
+
+def write_response(writer: WARCWriter, url: str, body: bytes, ctype: str, mtime: int, date: str) -> None:
+    """A 200 response with the headers nginx sends for a static file of that mtime and length."""
+    headers = StatusAndHeaders("200 OK", [
+        ("Content-Type", ctype), ("Content-Length", str(len(body))), ("Last-Modified", formatdate(mtime, usegmt=True)),
+        ("ETag", f'"{mtime:x}-{len(body):x}"')], protocol="HTTP/1.1")
+    writer.write_record(writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers,
+                                                  warc_headers_dict={"WARC-Date": date}))
+
+
+def write_release(out: Path, release: str, date: str, hosts: list[Site], rewrite: Callable[[str], str],
+                  robots_mtime: int) -> dict[str, tuple[int, int]]:
+    """Writes the WARC of one release, every record dated ``date``; (HTML pages, responses) per host."""
+    counts = {}
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        info = writer.create_warcinfo_record(out.name, {
+            "software": "crawlcycle bench/series.py", "release": release, "archive-date": date,
+            "packages": " ".join(f"{s.package}={s.version}" for s in hosts)})
+        info.rec_headers.replace_header("WARC-Date", date)
+        writer.write_record(info)
+        for site in hosts:
+            pages = responses = 0
+            for rel, path in site_files(site.root):
+                body = path.read_bytes()
+                if path.suffix.lower() in PAGE_TYPES:
+                    body = rewrite(body.decode("utf-8", "replace")).encode("utf-8")
+                    ctype = "text/html; charset=utf-8"
+                    pages += 1
+                else:
+                    ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+                write_response(writer, f"http://{site.host}/{rel}", body, ctype, int(path.stat().st_mtime), date)
+                responses += 1
+            write_response(writer, f"http://{site.host}/robots.txt", site.robots, "text/plain", robots_mtime, date)
+            counts[site.host] = (pages, responses + 1)
+    tmp.rename(out)
+    return counts
+
+
+def build(spec: dict, update: bool) -> None:
+    prepare_apt(spec, update)
+    OUT.mkdir(parents=True, exist_ok=True)
+    robots_mtime = int(datetime.fromisoformat(spec["robots_modified"]).timestamp())
+    for release in spec["releases"]:
+        t0 = time.perf_counter()
+        path = warc_path(release)
+        counts = write_release(path, release, archive_date(release), sites(spec, release),
+                               link_rewriter(spec, release), robots_mtime)
+        print(f"{path.relative_to(ROOT)}: {sum(p for p, _ in counts.values())} HTML pages, "
+              f"{sum(r for _, r in counts.values())} responses, {path.stat().st_size / 1e6:.1f} MB, "
+              f"{time.perf_counter() - t0:.0f} s; " + ", ".join(f"{h} {p}" for h, (p, _) in counts.items()),
+              flush=True)
+
+
+# --- changes ----------------------------------------------------------------------------------------------------
+
+
+def read_release(warc: Path, work: Path, jobs: int) -> tuple[dict[str, str], pl.DataFrame]:
+    """(the WARC's warcinfo fields; host, url, sha1, etag, modified (epoch seconds), text of each HTML page), the
+    main text by the project's parser with its default extractor, its output and parse cache kept in ``work``."""
+    work.mkdir(parents=True, exist_ok=True)
+    settings = load_settings(environ={}, overrides={"parse_workers": jobs,
+                                                    "parse_cache": str(work / "parse-cache.sqlite")})
+    info, rows = {}, []
+    with warc.open("rb") as f:
+        for rec in ArchiveIterator(f):
+            if rec.rec_type == "warcinfo":
+                info = dict(line.split(": ", 1) for line in rec.content_stream().read().decode().splitlines()
+                            if ": " in line)
+                continue
+            head = rec.http_headers
+            if rec.rec_type != "response" or head is None \
+                    or (head.get_header("Content-Type") or "").split(";")[0].strip() not in HTML_TYPES:
+                continue
+            url = canonicalize(rec.rec_headers.get_header("WARC-Target-URI"), None, settings.url_rules)
+            rows.append((url.split("/")[2], url, hashlib.sha1(rec.content_stream().read()).hexdigest(),
+                         head.get_header("ETag"),
+                         int(parsedate_to_datetime(head.get_header("Last-Modified")).timestamp())))
+    pages = pl.DataFrame(rows, schema=["host", "url", "sha1", "etag", "modified"], orient="row")
+    parsed = parse_warcs([warc], work / warc.name.split(".")[0], settings)
+    return info, pages.join(pl.read_parquet(parsed.pages_path, columns=["url", "text"]), on="url", how="left")
+
+
+def shingles(text: str | None) -> set[tuple[str, ...]]:
+    words = (text or "").casefold().split()
+    return {tuple(words[i:i + SHINGLE]) for i in range(max(len(words) - SHINGLE + 1, 1))} if words else set()
+
+
+def resemblance(a: str | None, b: str | None) -> float:
+    """Broder's resemblance of two texts: shared word 5-shingles over all of them (1 when both are empty)."""
+    sa, sb = shingles(a), shingles(b)
+    return len(sa & sb) / len(sa | sb) if sa or sb else 1.0
+
+
+def step(before: pl.DataFrame, after: pl.DataFrame) -> dict[str, int]:
+    """What changed from one version of a site (or of all) to the next: URL counts, and counts of kept pages."""
+    kept = before.join(after, on="url", suffix="_next")
+
+    def flat(text: str | None) -> str:
+        return " ".join((text or "").split())
+
+    pairs = list(zip(kept["text"], kept["text_next"], strict=True))
+    return {
+        "before": before.height, "after": after.height, "kept": kept.height,
+        "added": after.join(before, on="url", how="anti").height,
+        "removed": before.join(after, on="url", how="anti").height,
+        "bytes": kept.filter(pl.col("sha1") != pl.col("sha1_next")).height,
+        "text": sum(flat(a) != flat(b) for a, b in pairs),
+        "rewritten": sum(resemblance(a, b) < REWRITTEN for a, b in pairs),
+        "etag": kept.filter(pl.col("etag") != pl.col("etag_next")).height,
+        "same_bytes_new_etag": kept.filter((pl.col("sha1") == pl.col("sha1_next"))
+                                           & (pl.col("etag") != pl.col("etag_next"))).height,
+        "earlier": kept.filter(pl.col("modified_next") < pl.col("modified")).height,
+    }
+
+
+def share(n: int, of: int) -> str:
+    return f"{100 * n / of:.1f} %" if of else "—"
+
+
+def changes(spec: dict, jobs: int) -> str:
+    """The changes table (markdown) of the built series."""
+    warcs = built(spec)
+    releases = spec["releases"]
+    read = [read_release(w, OUT / "parsed", jobs) for w in warcs]
+    infos = [info for info, _ in read]
+    frames = [pages for _, pages in read]
+    hosts = [h["host"] for h in spec["hosts"]]
+    packages = [dict(p.split("=", 1) for p in info["packages"].split()) for info in infos]
+    lines = ["# dev-docs over time: what changes from one Debian release to the next", "",
+             f"Built with `.venv/bin/python bench/series.py build` from `{SPEC.relative_to(ROOT)}`, measured with "
+             "`.venv/bin/python bench/series.py changes`. Pages are the HTML responses; main text is the project's "
+             "parser's (`parse_warcs`, extractor `trafilatura_text`), whitespace collapsed; a page is rewritten when "
+             f"the resemblance of its old and new main text (shared word {SHINGLE}-shingles over all of them) is below "
+             f"{REWRITTEN}.", "",
+             "## Versions", "", "HTML pages per host and release, with the package and version they come from.", "",
+             "| host | " + " | ".join(releases) + " |", "|---" * (len(releases) + 1) + "|"]
+    for h in spec["hosts"]:
+        cells = []
+        for r, frame, pkgs in zip(releases, frames, packages, strict=True):
+            entry = h["releases"].get(r)
+            n = frame.filter(pl.col("host") == h["host"]).height
+            cells.append(f"{n:,} ({entry['package']} {pkgs[entry['package']]})" if entry else "—")
+        lines.append(f"| {h['host']} | " + " | ".join(cells) + " |")
+    lines += ["| **all** | " + " | ".join(f"**{f.height:,}**" for f in frames) + " |",
+              "| archive date | " + " | ".join(i["archive-date"][:10] for i in infos) + " |",
+              "| WARC size | " + " | ".join(f"{w.stat().st_size / 1e6:.1f} MB" for w in warcs) + " |", "",
+              "## Steps", "",
+              "Pages: HTML pages before → after. Of the kept URLs (same URL in both releases): bytes changed, "
+              "main text changed, rewritten, ETag changed, the same bytes under a new ETag (a conditional request "
+              "fetches them again for nothing), and Last-Modified earlier than before (a server that answers 304 "
+              "when Last-Modified ≤ If-Modified-Since would hide those changes).", "",
+              "| step | host | pages | added | removed | kept | bytes changed | main text changed | rewritten "
+              "| ETag changed | same bytes, new ETag | Last-Modified earlier |", "|---" * 12 + "|"]
+    for i in range(len(releases) - 1):
+        name = f"{releases[i]} → {releases[i + 1]}"
+        for host in [*hosts, None]:
+            a, b = frames[i], frames[i + 1]
+            if host is not None:
+                a, b = a.filter(pl.col("host") == host), b.filter(pl.col("host") == host)
+            s = step(a, b)
+            kept = s["kept"]
+            label = host or "**all**"
+            lines.append(f"| {name} | {label} | {s['before']:,} → {s['after']:,} | {s['added']:,} | {s['removed']:,} "
+                         f"| {kept:,} | " + " | ".join(share(s[k], kept) for k in (
+                             "bytes", "text", "rewritten", "etag", "same_bytes_new_etag", "earlier")) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# --- workload ---------------------------------------------------------------------------------------------------
+
+
+def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
+    """``out/queries.tsv`` (one query file for every cycle) and ``out/seeds.txt`` of run ``run``."""
+    warcs = built(spec)
+    texts = [t for w in warcs for t in real_texts(w)]  # the query texts (repeated) and every release's titles
+    out.mkdir(parents=True, exist_ok=True)
+    write_workload(out / "queries.tsv", policy_lab.zipf_workload(texts, n_queries, policy_lab.WORKLOAD_SEED + run))
+    seeds = policy_lab.seed_set(policy_lab.html_pages(warcs[0]), run, "/index.html")
+    (out / "seeds.txt").write_text("".join(u + "\n" for u in seeds))
+    print(f"{out / 'queries.tsv'}: {n_queries} queries; {out / 'seeds.txt'}: {len(seeds)} seeds")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build", help="download the packages and write one WARC per release")
+    b.add_argument("--update", action="store_true", help="run apt-get update even when the lists are there")
+    c = sub.add_parser("changes", help=f"measure what changes between releases into {CHANGES.relative_to(ROOT)}")
+    c.add_argument("--jobs", type=int, default=1, help="parser processes (0 = one per core)")
+    w = sub.add_parser("workload", help="write queries.tsv and seeds.txt for the simulator")
+    w.add_argument("--out", type=Path, required=True)
+    w.add_argument("--run", type=int, default=0, help="run 0: each host's index.html; run r: a random page per host")
+    w.add_argument("--queries", type=int, default=3000)
+    args = ap.parse_args()
+    spec = load_spec()
+    t0 = time.perf_counter()
+    if args.command == "build":
+        build(spec, args.update)
+    elif args.command == "changes":
+        text = changes(spec, args.jobs)
+        CHANGES.parent.mkdir(parents=True, exist_ok=True)
+        CHANGES.write_text(text)
+        print(text)
+    else:
+        workload(spec, args.out, args.run, args.queries)
+    print(f"{args.command}_seconds={time.perf_counter() - t0:.0f}")
+
+
+if __name__ == "__main__":
+    main()
