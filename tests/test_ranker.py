@@ -151,7 +151,7 @@ def test_bm25f_scores_follow_the_formula(tmp_path: Path) -> None:
             want = expected_scores(query, 1.5, weights, b, 0.7)
             got = ranker.score_pages(con, settings, query.upper() + " the")  # normalised, stopword dropped
             assert got.keys() == want.keys(), query
-            for url in want:  # scores are kept to 9 decimals, so that replays give identical tables
+            for url in want:  # weights are added in nano-units (exact_sum), so that replays give identical tables
                 assert got[url] == pytest.approx(want[url], abs=1e-9), (query, url)
         # Only its in-link anchors and its URL hold "apple" for the orchard page.
         assert "http://delta.test/apple/four.html" in ranker.score_pages(con, settings, "apple")

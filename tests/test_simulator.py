@@ -10,26 +10,14 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-from warcio.archiveiterator import ArchiveIterator
-from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
 from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
 from crawlcycle.settings import POLICIES, Settings, load_settings
 from tests.support.demo import USER_AGENT
+from tests.support.snapshot_cut import cut
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-
-
-def _cut(snapshot: Path, prefixes: tuple[str, ...], path: Path) -> Path:
-    """The snapshot's response records whose URL starts with one of ``prefixes``."""
-    with snapshot.open("rb") as f, path.open("wb") as out:
-        writer = WARCWriter(out, gzip=True)
-        for rec in ArchiveIterator(f):
-            uri = rec.rec_headers.get_header("WARC-Target-URI") or ""
-            if rec.rec_type == "response" and uri.startswith(prefixes):
-                writer.write_record(rec)
-    return path
 
 
 def _queries(csn: Path, path: Path, n: int) -> Path:
@@ -46,8 +34,8 @@ def inputs(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs: Pat
     # Two sites, one of them in part (its usage and tutorial sections): links out of the cut answer 404.
     sphinx = tuple(f"http://sphinx.docs.test/{part}" for part in ("usage/", "tutorial/", "index", "contents",
                                                                   "robots.txt"))
-    return {"docs": _cut(dev_docs, ("http://requests.docs.test/", *sphinx), d / "docs.warc.gz"),
-            "small": _cut(dev_docs, ("http://requests.docs.test/",), d / "small.warc.gz"),
+    return {"docs": cut(dev_docs, ("http://requests.docs.test/", *sphinx), d / "docs.warc.gz"),
+            "small": cut(dev_docs, ("http://requests.docs.test/",), d / "small.warc.gz"),
             "queries": _queries(shared / "queries" / "csn_queries.csv", d / "queries.tsv", 20), "seeds": seeds}
 
 

@@ -88,10 +88,10 @@ SELECT cycle, error_class, count(*) AS urls
 FROM fetch_log WHERE error_class IS NOT NULL
 GROUP BY ALL ORDER BY cycle, urls DESC;
 
--- How well each query is served in each cycle: the average score of its top K (rounded, so that
+-- How well each query is served in each cycle: the average score of its top K (exact_avg, so that
 -- replays compare equal). Needy-query selection and the improvability measurement read it.
 CREATE OR REPLACE VIEW v_query_topk_score AS
-SELECT cycle, query, round(avg(score), 9) AS avg_score, count(*) AS results
+SELECT cycle, query, round(exact_avg(score), 9) AS avg_score, count(*) AS results
 FROM query_results
 GROUP BY cycle, query;
 

@@ -43,7 +43,8 @@ def features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> 
 def fit_predict(settings: Settings, pages: pl.DataFrame, crawled: pl.DataFrame) -> tuple[pl.Series, dict]:
     """Predicted impact of every row of ``pages`` from a cross-validated tree trained on ``crawled`` (url, impact),
     and the fit's metrics; without enough pages, the q_hybrid score and the reason."""
-    train = pages.join(crawled.select("url", "impact"), on="url")
+    # in URL order: the folds are drawn by row, and a join gives its rows in no defined order
+    train = pages.join(crawled.select("url", "impact"), on="url").sort("url")
     metrics: dict = {"pages": train.height, "pages_with_impact": int((train["impact"] > 0).sum())}
     if train.height < MIN_PAGES or not metrics["pages_with_impact"]:
         metrics["reason"] = f"too little to learn from ({train.height} pages, {metrics['pages_with_impact']} " \

@@ -130,7 +130,8 @@ def read_partition(settings: Settings, day: date) -> Partition:
     df = df.with_columns(_map_unique(df["shown_url"], _canonical(settings)))
     impressions = df.filter(pl.col("time").is_not_null())
     rejected_urls = impressions.filter(pl.col("shown_url").is_null()).height
-    aggregated = (df.filter(pl.col("time").is_null()).group_by("query").agg(pl.col("frequency").sum())
+    # each query's rows added smallest first: a parallel group-by adds them in no defined order
+    aggregated = (df.filter(pl.col("time").is_null()).group_by("query").agg(pl.col("frequency").sort().sum())
                   .with_columns(pl.lit(None, SCHEMA[c]).alias(c) for c in ("time", "shown_url", "rank", "clicked")))
     # Searches of one query in the same second share a (time, query) pair: each shows every rank once, so
     # the searches of the pair are the rows of its most repeated rank.

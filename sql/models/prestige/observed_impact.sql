@@ -4,9 +4,9 @@
 -- queries that show the page in their top K.
 -- inputs: s_shown
 WITH freq AS (
-    SELECT query, sum(frequency) AS frequency FROM query_log WHERE partition = $partition GROUP BY query
+    SELECT query, exact_sum(frequency) AS frequency FROM query_log WHERE partition = $partition GROUP BY query
 ), ranked AS (
-    SELECT r.url, sum(f.frequency) AS impact
+    SELECT r.url, exact_sum(f.frequency) AS impact
     FROM query_results r JOIN freq f USING (query)
     WHERE r.cycle = $cycle
     GROUP BY r.url

@@ -14,12 +14,12 @@ WITH odds_cycles AS (
     FROM (SELECT DISTINCT src, dst, cycle FROM links WHERE cycle IN (SELECT cycle FROM odds_cycles)) l
     JOIN frontier f ON f.url = l.dst AND f.first_seen_cycle = l.cycle
 ), worth AS (
-    SELECT o.cycle, o.url, sum(n.frequency * o.p_top_k) AS impact
+    SELECT o.cycle, o.url, exact_sum(n.frequency * o.p_top_k) AS impact
     FROM top_k_odds o JOIN needy_queries n ON n.cycle = o.cycle AND n.query = o.query
     WHERE o.cycle <= $cycle
     GROUP BY o.cycle, o.url
 ), opened AS (
-    SELECT r.src, r.cycle, sum(coalesce(w.impact, 0) / r.revealers) AS value
+    SELECT r.src, r.cycle, exact_sum(coalesce(w.impact, 0) / r.revealers) AS value
     FROM revealed r LEFT JOIN worth w ON w.cycle = r.cycle AND w.url = r.dst
     GROUP BY r.src, r.cycle
 ), fetched AS (
@@ -27,14 +27,14 @@ WITH odds_cycles AS (
     FROM pages p LEFT JOIN opened o ON o.src = p.url AND o.cycle = p.cycle
     WHERE p.cycle IN (SELECT cycle FROM odds_cycles)
 ), overall AS (
-    SELECT coalesce(avg(value), 0) AS mean FROM fetched
+    SELECT coalesce(exact_avg(value), 0) AS mean FROM fetched
 ), hosts AS (
-    SELECT f.host, (sum(f.value) + $shrink * any_value(o.mean)) / (count(*) + $shrink) AS mean
+    SELECT f.host, (exact_sum(f.value) + $shrink * any_value(o.mean)) / (count(*) + $shrink) AS mean
     FROM fetched f CROSS JOIN overall o GROUP BY f.host
 ), groups AS (
-    SELECT path_group, sum(value) AS total, count(*) AS n FROM fetched GROUP BY path_group
+    SELECT path_group, exact_sum(value) AS total, count(*) AS n FROM fetched GROUP BY path_group
 ), opening AS (
-    SELECT e.host, sum(coalesce(i.query_impact, 0)) / (1 + coalesce(any_value(c.pages), 0)) AS opening
+    SELECT e.host, exact_sum(coalesce(i.query_impact, 0)) / (1 + coalesce(any_value(c.pages), 0)) AS opening
     FROM eligible e LEFT JOIN s_impact i ON i.url = e.url LEFT JOIN s_host_stats c ON c.host = e.host
     GROUP BY e.host
 )

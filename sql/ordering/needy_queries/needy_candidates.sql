@@ -1,5 +1,5 @@
 -- Queries of the partition with their frequency and the average score of their current top K (0: none).
-SELECT l.query, sum(l.frequency) AS frequency, coalesce(any_value(r.avg_score), 0) AS avg_score
+SELECT l.query, exact_sum(l.frequency) AS frequency, coalesce(any_value(r.avg_score), 0) AS avg_score
 FROM query_log l
 LEFT JOIN v_query_topk_score r ON r.query = l.query AND r.cycle = $cycle
 WHERE l.partition = $partition

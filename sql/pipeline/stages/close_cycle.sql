@@ -25,6 +25,6 @@ FROM (SELECT count(*) AS needy,
      (SELECT CASE WHEN count(parts->>'query_impact') > 0
                   THEN round(count(*) FILTER (WHERE (parts->>'query_impact')::DOUBLE > 0) / count(*), 9) END
                  AS query_share,
-             round(sum((parts->>'query_priority')::DOUBLE) / nullif(sum(priority), 0), 9) AS query_mass
+             round(exact_sum((parts->>'query_priority')::DOUBLE) / nullif(exact_sum(priority), 0), 9) AS query_mass
       FROM batches WHERE score_cycle = $cycle) b
 WHERE cycles.cycle = $cycle;

@@ -39,7 +39,7 @@ WITH fields AS (
     JOIN stats s ON s.field = e.field
 ), weights AS (
     SELECT w.term, w.seq, i.idf * w.tf / ($k1 + w.tf) AS weight
-    FROM (SELECT term, seq, sum(tf) AS tf FROM tf_rows GROUP BY term, seq) w
+    FROM (SELECT term, seq, exact_sum(tf) AS tf FROM tf_rows GROUP BY term, seq) w
     JOIN idf i USING (term)
 ), nominated AS MATERIALIZED (
     -- each term's $depth heaviest pages (ties: the lower seq), kept as bounded lists as the rows stream by
@@ -59,7 +59,7 @@ WITH fields AS (
     -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms (their
     -- rows picked before grouping, so the grouping covers only them)
     SELECT w.term, w.seq, i.idf * w.tf / ($k1 + w.tf) AS weight
-    FROM (SELECT r.term, r.seq, sum(r.tf) AS tf
+    FROM (SELECT r.term, r.seq, exact_sum(r.tf) AS tf
           FROM tf_rows r SEMI JOIN (SELECT seq FROM nominated UNION SELECT seq FROM by_results) k ON k.seq = r.seq
           GROUP BY r.term, r.seq) w
     JOIN idf i USING (term)
@@ -69,13 +69,13 @@ WITH fields AS (
     JOIN query_terms q ON q.qid = n.qid
     JOIN nominee_weights w ON w.term = q.term AND w.seq = n.seq
     GROUP BY n.qid, n.seq
-    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY sum(w.weight) DESC, n.seq) <= $per_query
+    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY exact_sum(w.weight) DESC, n.seq) <= $per_query
 ), candidates AS (
     SELECT qid, seq, bool_or(via_results) AS via_results
     FROM (SELECT qid, seq, false AS via_results FROM by_evidence UNION ALL SELECT qid, seq, true FROM by_results)
     GROUP BY qid, seq
 )
-SELECT c.qid, c.seq, coalesce(round(sum(w.weight), 9), 0) AS evidence_score,
+SELECT c.qid, c.seq, coalesce(exact_sum(w.weight), 0) AS evidence_score,
        coalesce(count(w.term) / nullif(any_value(t.terms), 0), 0) AS term_share, c.via_results
 FROM candidates c
 LEFT JOIN (SELECT qid, count(*) AS terms FROM query_terms GROUP BY qid) t ON t.qid = c.qid

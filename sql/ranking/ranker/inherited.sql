@@ -18,13 +18,13 @@ WITH linkers AS (
     -- grow with queries x pages
     SELECT DISTINCT c.qid, k.doc FROM s_candidates c JOIN linkers k ON k.seq = c.seq
 ), doc_scores AS (
-    SELECT n.qid, n.doc, sum(w.weight) + any_value(w.prior) AS score
+    SELECT n.qid, n.doc, exact_sum(w.weight) + any_value(w.prior) AS score
     FROM needed n
     JOIN s_query_terms t ON t.qid = n.qid
     JOIN r_weights w ON w.key = t.tid::BIGINT << 32 | n.doc
     GROUP BY n.qid, n.doc
 ), scored AS (
-    SELECT c.qid, c.seq, max(s.score) AS top, sum(s.score) AS total
+    SELECT c.qid, c.seq, max(s.score) AS top, exact_sum(s.score) AS total
     FROM s_candidates c
     JOIN linkers k ON k.seq = c.seq
     JOIN doc_scores s ON s.qid = c.qid AND s.doc = k.doc

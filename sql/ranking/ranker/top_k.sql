@@ -10,9 +10,7 @@ WITH best AS (
 ), candidates AS (
     SELECT DISTINCT q.qid, b.doc FROM s_query_terms q JOIN best b ON b.tid = q.tid
 ), scored AS (
-    -- summed as integers (nano-units): a float sum depends on the order threads add in, and a score near a
-    -- rounding edge would then differ between two runs of the same cycle
-    SELECT c.qid, c.doc, (sum(round(w.weight * 1e9)::BIGINT) + round(any_value(w.prior) * 1e9)::BIGINT) / 1e9 AS score
+    SELECT c.qid, c.doc, exact_sum(w.weight) + any_value(w.prior) AS score
     FROM candidates c
     JOIN s_query_terms q ON q.qid = c.qid
     JOIN r_weights w ON w.key = q.tid::BIGINT << 32 | c.doc

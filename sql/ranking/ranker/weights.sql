@@ -14,7 +14,7 @@ WITH fields AS (
 ), terms AS (
     SELECT DISTINCT tid, term FROM s_query_terms
 ), tf AS (
-    SELECT t.tid, p.term, p.doc, sum(f.weight * p.tf / (1 - f.b + f.b * l.length / f.avg_length)) AS tf
+    SELECT t.tid, p.term, p.doc, exact_sum(f.weight * p.tf / (1 - f.b + f.b * l.length / f.avg_length)) AS tf
     FROM postings p
     JOIN terms t ON t.term = p.term
     JOIN fields f ON f.field = p.field
@@ -24,9 +24,8 @@ WITH fields AS (
     SELECT (SELECT count(*) FROM posting_docs) AS pages, (SELECT count(*) FROM frontier) AS known
 )
 SELECT tf.tid::BIGINT << 32 | tf.doc AS key, tf.tid, tf.doc,
-       -- rounded: parallel sums differ in the last bits, and replays must give identical results
-       round(ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf), 12) AS weight,
-       round($prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known), 12) AS prior
+       ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf) AS weight,
+       $prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known) AS prior
 FROM tf
 JOIN posting_terms t ON t.term = tf.term
 JOIN posting_docs d ON d.doc = tf.doc
