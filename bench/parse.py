@@ -75,7 +75,7 @@ def quality(settings: dict[str, Settings], folder: Path) -> dict[str, dict]:
         out = {}
         for key, item in truth.items():
             body = gzip.decompress((BENCHMARK / "html" / f"{key}.html.gz").read_bytes())
-            page, _, _ = parse_record(item["url"], 200, "text/html", "", "", body, False, s)
+            page, _, _ = parse_record(item["url"], 200, "text/html", "", "", "", body, False, s)
             out[key] = {"articleBody": page["text"] or ""}
         (folder / "output" / f"{name}.json").write_text(json.dumps(out))
     result = folder / "metrics.json"

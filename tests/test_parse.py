@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
 import random
+from collections import Counter
+from datetime import date
 from hashlib import blake2b
 from pathlib import Path
 
@@ -257,6 +261,86 @@ def test_output_follows_the_fetch_log_not_the_warc(tmp_path):
     assert pages[2]["duplicate_of"] == urls[0]  # y's copy repeats x's, first in the batch
 
 
+def test_canonical_declarations(tmp_path):
+    """The one URL a response names as its canonical, from the Link header (any content type) and the head's
+    <link rel=canonical>, resolved and canonicalized; declarations that disagree, or only in the body, name none."""
+    def page(canonical: str = "", head: str = "", body: str = "") -> str:
+        link = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+        return html(f"{body}<p>{filler(canonical + head + body)}</p>", f"<title>t</title>{link}{head}")
+
+    records = [
+        resp("http://a.test/pdf", b"%PDF-1.4 body", ctype="application/pdf",
+             Link='<http://cdn.test/f.woff2>; rel=preload; as="font"; title="a, <b>", </pdf.html>; rel="canonical"'),
+        resp("http://a.test/agree", page("/agree?utm_source=feed"), Link='<http://a.test/agree>; rel=canonical'),
+        resp("http://a.test/disagree", page("/one"), Link='</two>; rel="canonical"'),
+        resp("http://a.test/two-tags", page("/one", head='<link rel="canonical" href="/two">')),
+        resp("http://a.test/in-body", page(body='<link rel="canonical" href="/spam">')),
+        resp("http://a.test/dir/based", page("page", head='<base href="http://a.test/other/">')),
+        resp("http://a.test/binary", page("/file.pdf")),
+        resp("http://a.test/index.html", page("./")),
+        resp("http://a.test/alt", page(head='<link rel="alternate canonical" href="HTTP://A.TEST:80/alt">')),
+    ]
+    parse_warcs([write_warc(tmp_path / "c.warc.gz", records)], tmp_path, settings())
+    canonical = {p["url"].removeprefix("http://a.test"): p["canonical_link"] for p in read(tmp_path, "pages")}
+    assert canonical == {
+        "/pdf": "http://a.test/pdf.html", "/agree": "http://a.test/agree", "/disagree": None, "/two-tags": None,
+        "/in-body": None, "/dir/based": "http://a.test/other/page", "/binary": None,
+        "/index.html": "http://a.test/", "/alt": "http://a.test/alt"}
+
+
+def test_a_page_naming_another_as_canonical_is_not_the_original(tmp_path):
+    """/index.html names / and holds the same text: / is the original though index.html came first in the batch."""
+    body = article(filler("home"), links='<a href="/next">next</a>')
+    records = [resp("http://a.test/index.html", body.replace("<head>", '<head><link rel="canonical" href="/">')),
+               resp("http://a.test/", body)]
+    parse_warcs([write_warc(tmp_path / "i.warc.gz", records)], tmp_path, settings())
+    pages = read(tmp_path, "pages")
+    assert [(p["url"], p["duplicate_of"]) for p in pages] == [
+        ("http://a.test/index.html", "http://a.test/"), ("http://a.test/", None)]
+    assert [lk["src"] for lk in read(tmp_path, "links")] == ["http://a.test/"]
+
+
+def test_dates_a_page_declares(tmp_path):
+    """Without trafilatura's whole date search a page's date is what it declares for machines: <meta> date tags and
+    JSON-LD, not a <time> element."""
+    records = [
+        resp("http://a.test/meta", article().replace(
+            "<head>", '<head><meta property="article:published_time" content="2021-03-04T05:06:07Z">'
+                      '<meta property="article:modified_time" content="2022-01-01T00:00:00Z">')),
+        resp("http://a.test/modified", article().replace(
+            "<head>", '<head><meta property="article:modified_time" content="2022-01-02T00:00:00Z">')),
+        resp("http://a.test/json-ld", article().replace(
+            "<head>", '<head><script type="application/ld+json">{"@type": "Article", '
+                      '"datePublished": "2020-07-08T09:00:00Z"}</script>')),
+        resp("http://a.test/time", article(links='<time datetime="2019-05-06">6 May</time>')),
+    ]
+    warc = write_warc(tmp_path / "d.warc.gz", records)
+    for extractor in ("trafilatura_text", "resiliparse"):
+        parse_warcs([warc], tmp_path / extractor, settings(extractor=extractor))
+        assert {p["url"]: p["date"] for p in read(tmp_path / extractor, "pages")} == {
+            "http://a.test/meta": "2021-03-04", "http://a.test/modified": "2022-01-02",
+            "http://a.test/json-ld": "2020-07-08", "http://a.test/time": None}, extractor
+
+
+def test_declared_dates_of_real_news_pages_match_trafilaturas(shared, tmp_path):
+    """On the extraction benchmark's 181 real news and blog pages the dates declared in meta tags and JSON-LD are the
+    dates trafilatura's whole search finds, or (a UTC time in the meta tag, the local date in the URL) a day later."""
+    bench = shared / "extraction-benchmark"
+    truth = json.loads((bench / "ground-truth.json").read_text())
+    records = [resp(item["url"], gzip.decompress((bench / "html" / f"{key}.html.gz").read_bytes()))
+               for key, item in sorted(truth.items())]
+    warc = write_warc(tmp_path / "news.warc.gz", records)
+    dates = {}
+    for extractor in ("trafilatura", "trafilatura_text"):
+        parse_warcs([warc], tmp_path / extractor, settings(extractor=extractor, parse_workers=2))
+        dates[extractor] = {p["url"]: p["date"] for p in read(tmp_path / extractor, "pages")}
+    full, declared = dates["trafilatura"], dates["trafilatura_text"]
+    dated = [url for url, day in declared.items() if day]
+    assert len(dated) > 0.75 * len(declared)
+    gaps = Counter((date.fromisoformat(declared[u]) - date.fromisoformat(full[u])).days for u in dated)
+    assert set(gaps) <= {0, 1} and gaps[0] > 0.9 * len(dated)
+
+
 def test_simhash_is_stable_and_separates_texts():
     assert simhash("") is None
     assert simhash("The quick brown fox jumps over the lazy dog") == 0x77B12FE87CF06675
@@ -290,6 +374,15 @@ def real_warc(tmp_path_factory, dev_docs):
                 records.append(resp(url, rec.content_stream().read(), ctype=ctype))
     assert len(per_host) == 8
     return write_warc(tmp_path_factory.mktemp("real") / "real.warc.gz", records), len(records)
+
+
+def test_real_canonicals_are_self_canonical(real_warc, tmp_path):
+    """The Python and Sphinx documentation pages name themselves as their canonical, as every page of dev-docs
+    carrying one does: nothing to fold."""
+    parse_warcs([real_warc[0]], tmp_path, settings())
+    declaring = [p for p in read(tmp_path, "pages") if p["canonical_link"]]
+    assert {p["url"].split("/")[2] for p in declaring} == {"python.docs.test", "sphinx.docs.test"}
+    assert all(p["canonical_link"] == p["url"] for p in declaring)
 
 
 def test_real_pages_in_pool_and_in_process(real_warc, tmp_path):

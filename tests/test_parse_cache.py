@@ -44,13 +44,14 @@ def test_a_cycle_parses_the_same_with_and_without_the_cache(settings: Settings, 
 
 
 def test_settings_that_change_parsing_change_the_key(settings: Settings) -> None:
-    record = ("http://a.test/", 200, "text/html", "", "", b"<p>x</p>", False)
+    record = ("http://a.test/", 200, "text/html", "", "", "", b"<p>x</p>", False)
     key = parse_cache.record_key(record, parse_cache.fingerprint(settings))
     assert key == parse_cache.record_key(record, parse_cache.fingerprint(replace(settings, min_delay=9.0)))
     for name, value in (("max_outlinks_per_page", 7), ("sort_query_params", False), ("robots_token", "other"),
                         ("extractor", "resiliparse")):
         assert key != parse_cache.record_key(record, parse_cache.fingerprint(replace(settings, **{name: value})))
-    for changed in (("http://a.test/b", *record[1:]), (*record[:5], b"<p>y</p>", False), (*record[:6], True)):
+    for changed in (("http://a.test/b", *record[1:]), (*record[:5], '</b>; rel="canonical"', *record[6:]),
+                    (*record[:6], b"<p>y</p>", False), (*record[:7], True)):
         assert key != parse_cache.record_key(changed, parse_cache.fingerprint(settings))
 
 

@@ -120,3 +120,38 @@ SELECT y.path_group, y.refused_total AS refusals, y.held_tries, y.cycle AS last_
 FROM path_yield y
 QUALIFY row_number() OVER (PARTITION BY y.path_group ORDER BY y.cycle DESC) = 1 AND y.next_try_cycle IS NOT NULL
 ORDER BY waiting_urls DESC, y.path_group;
+
+-- Which fetched pages are duplicates, of which page, and why: an exact copy (the same content hash as its original),
+-- a near copy (SimHash within 3 bits), or folded into the page of its host it names as its canonical (in cycle
+-- folded_cycle). A duplicate is not indexed and not a result; its out-links count as any page's.
+CREATE OR REPLACE VIEW v_duplicates AS
+SELECT d.url, d.duplicate_of,
+       CASE WHEN d.folded_cycle IS NOT NULL THEN 'canonical'
+            WHEN d.content_hash = o.content_hash THEN 'exact' ELSE 'near' END AS kind,
+       d.cycle, d.folded_cycle
+FROM pages d LEFT JOIN pages o ON o.url = d.duplicate_of
+WHERE d.duplicate_of IS NOT NULL
+ORDER BY d.duplicate_of, d.url;
+
+-- What became of the canonical URL a page names when it names another (docs/explanation/canonicalization.md):
+-- folded (the page is its duplicate), or why not: the page is a duplicate already (page_is_duplicate), the URL is
+-- another host's (other_host: recorded, not followed), the page it names names yet another (chain), is not one the
+-- ranker would index (target_not_indexable), is not a page: its frontier state (target_unfetched, target_gone,
+-- target_redirected_permanent, ...) or why the crawl scope refused it (refused_<reason>).
+CREATE OR REPLACE VIEW v_canonicals AS
+SELECT p.url, p.canonical_link, p.cycle,
+       CASE WHEN p.folded_cycle IS NOT NULL THEN 'folded'
+            WHEN p.duplicate_of IS NOT NULL THEN 'page_is_duplicate'
+            WHEN regexp_extract(p.canonical_link, '^[a-z][a-z0-9+.-]*://([^/?#:]+|\[[^\]]*\])', 1) <> p.host
+                THEN 'other_host'
+            WHEN t.url IS NULL THEN coalesce('target_' || f.status, 'refused_' || r.reason, 'target_unknown')
+            WHEN coalesce(t.canonical_link, t.url) <> t.url THEN 'chain'
+            ELSE 'target_not_indexable' END AS outcome,
+       p.folded_cycle
+FROM pages p
+LEFT JOIN pages t ON t.url = p.canonical_link
+LEFT JOIN frontier f ON f.url = p.canonical_link
+LEFT JOIN (SELECT src, url, min(reason) AS reason FROM url_rejects GROUP BY src, url) r
+    ON r.src = p.url AND r.url = p.canonical_link
+WHERE p.canonical_link <> p.url
+ORDER BY p.url;

@@ -48,11 +48,11 @@ def fingerprint(settings: Settings) -> str:
 
 
 def record_key(record: tuple, fingerprint_: str) -> bytes:
-    """The key of one parse record ``(url, status, content type, X-Robots-Tag, Content-Language, body,
+    """The key of one parse record ``(url, status, content type, X-Robots-Tag, Content-Language, Link, body,
     truncated)`` under a settings fingerprint."""
-    url, status, content_type, x_robots, language, body, truncated = record
+    url, status, content_type, x_robots, language, link, body, truncated = record
     digest = hashlib.sha256(fingerprint_.encode())
-    for part in (url, str(status), content_type, x_robots, language, str(truncated)):
+    for part in (url, str(status), content_type, x_robots, language, link, str(truncated)):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
     digest.update(body)
     return digest.digest()

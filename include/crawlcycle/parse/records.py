@@ -13,9 +13,16 @@ first problem found, in this order:
 - ``noindex``: robots meta tag or ``X-Robots-Tag`` says noindex: text is not kept;
 - ``no_text``: no main text found.
 
+``canonical_link`` is the one URL the response names as its canonical: ``Link: <...>; rel="canonical"`` headers
+(resolved against the URL, any content type) and ``<link rel=canonical href>`` in the document's head (resolved
+against its base), canonicalized; null when it names none, or several different ones. ``date`` is the page's
+date (publication, else last change; ``YYYY-MM-DD``): trafilatura's whole date search with the ``trafilatura``
+extractor, else only what the document declares for machines (``<meta>`` date tags, JSON-LD), by htmldate's rules.
+
 ``content_hash`` is the SHA-1 of the main text (case-folded, whitespace collapsed), else of the body;
 ``simhash`` the SimHash of the main text. ``duplicate_of`` names the earliest page of the batch with the
-same hash, else one whose SimHash is within 3 bits. ``links.parquet`` holds distinct
+same hash, else one whose SimHash is within 3 bits; pages naming another URL as their canonical come after the
+others here, so that the page they name is the original. ``links.parquet`` holds distinct
 (dst, anchor) pairs per page from ``<a href>`` and ``<area href>``, resolved against ``<base href>``, at
 most ``max_outlinks_per_page``, self-links left out; ``anchor`` is the link text plus the alt text of its
 images, ``context`` the anchor with up to ``CONTEXT_WORDS`` words of text on each side, ``nofollow`` from
@@ -36,7 +43,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import chain, islice
@@ -46,6 +53,10 @@ from urllib.parse import urlsplit
 import lxml.html
 import pyarrow as pa
 import pyarrow.parquet as pq
+from htmldate.core import examine_header
+from htmldate.extractors import json_search
+from htmldate.utils import Extractor as DateRules
+from htmldate.validators import get_max_date, get_min_date
 from lxml import etree
 from lxml.etree import ParserError
 from resiliparse.extract.html2text import extract_plain_text
@@ -56,7 +67,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from crawlcycle.contracts import shard_files
-from crawlcycle.contracts.canonical import UrlRejected, canonicalize
+from crawlcycle.contracts.canonical import UrlRejected, UrlRules, canonicalize
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.parse import parse_cache
 from crawlcycle.parse.simhash import NearDuplicateIndex, simhash
@@ -90,10 +101,13 @@ _LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin1", "latin-1", "l1", "ascii",
 _SNIFF_HTML = (b"<!doctype html", b"<html", b"<head", b"<body", b"<title")
 _NOFOLLOW_RELS = {"nofollow", "ugc", "sponsored"}
 _LANG = re.compile(r"[a-zA-Z]{2,3}(?=$|[-_])")
+# One link-value of an HTTP Link header (RFC 8288): <target> and its parameters, quoted strings kept whole.
+_LINK_VALUE = re.compile(r'<([^>]*)>((?:\s*;\s*[^\s;,=]+\s*(?:=\s*(?:"(?:[^"\\]|\\.)*"|[^\s;,"]*))?)*)')
+_LINK_REL = re.compile(r';\s*rel\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;,"]*))', re.IGNORECASE)
 
-# A record as passed to a worker: (url, status, content type header, X-Robots-Tag, Content-Language,
-# body, truncated)
-Record = tuple[str, int, str, str, str, bytes, bool]
+# A record as passed to a worker: (url, status, content type header, X-Robots-Tag, Content-Language, Link (every
+# Link header, joined by commas), body, truncated)
+Record = tuple[str, int, str, str, str, str, bytes, bool]
 
 
 class DamagedWarc(InputError):
@@ -132,31 +146,24 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
     pages: list[dict] = []
     links: list[tuple] = []
     rejects: list[tuple] = []
+    kept: list[tuple[dict, list, list]] = []
     seen_urls: set[str] = set()
-    by_hash: dict[str, str] = {}
-    near = NearDuplicateIndex()
     # Pages in the fetch log's order (the batch's), not the WARC's, which follows the hosts' timing: which copy of a
     # page counts as the original and the order of the URLs discovered must not depend on it.
-    parsed = sorted(_parse_all(records, settings), key=lambda r: place.get(r[0]["url"], len(place)))
-    for page, page_links, page_rejects in parsed:
-        url = page["url"]
-        if url in seen_urls:
+    for result in sorted(_parse_all(records, settings), key=lambda r: place.get(r[0]["url"], len(place))):
+        if result[0]["url"] in seen_urls:
             skipped["repeated"] += 1
             continue
-        seen_urls.add(url)
-        digest, fingerprint = page["content_hash"], page["simhash"]
-        if digest is not None and digest in by_hash:
-            page["duplicate_of"] = by_hash[digest]
-            page_links, page_rejects = [], []
-        elif digest is not None:
-            by_hash[digest] = url
-            if fingerprint is not None:
-                page["duplicate_of"] = near.find(fingerprint)
-                if page["duplicate_of"] is None:
-                    near.add(fingerprint, url)
+        seen_urls.add(result[0]["url"])
+        kept.append(result)
+    # A page naming another URL as its canonical is, by its own account, not the primary copy (index.html naming /, a
+    # print view naming its article): originals are chosen among the other pages first.
+    copies = _mark_duplicates(sorted((page for page, _, _ in kept), key=_names_another_canonical))
+    for page, page_links, page_rejects in kept:
         pages.append(page)
-        links.extend(page_links)
-        rejects.extend(page_rejects)
+        if page["url"] not in copies:
+            links.extend(page_links)
+            rejects.extend(page_rejects)
 
     schemas = shard_files.PARSE_OUTPUTS
     tables = {shard_files.PAGES: pa.Table.from_pylist(pages, schemas[shard_files.PAGES]),
@@ -167,6 +174,33 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
     reasons = Counter(p["reason"] for p in pages if p["reason"])
     return ParseResult(*(out_dir / name for name in tables), len(pages), len(links), len(rejects),
                        sum(skipped.values()), dict(reasons))
+
+
+def _names_another_canonical(page: dict) -> bool:
+    """Whether a page row names a URL other than its own as its canonical."""
+    return page["canonical_link"] is not None and page["canonical_link"] != page["url"]
+
+
+def _mark_duplicates(pages: Iterable[dict]) -> set[str]:
+    """Set ``duplicate_of`` on each page repeating an earlier one of ``pages``: the same content hash, else a SimHash
+    within 3 bits. Returns the URLs of the exact copies."""
+    by_hash: dict[str, str] = {}
+    near = NearDuplicateIndex()
+    copies = set()
+    for page in pages:
+        digest, fingerprint = page["content_hash"], page["simhash"]
+        if digest is None:
+            continue
+        if digest in by_hash:
+            page["duplicate_of"] = by_hash[digest]
+            copies.add(page["url"])
+            continue
+        by_hash[digest] = page["url"]
+        if fingerprint is not None:
+            page["duplicate_of"] = near.find(fingerprint)
+            if page["duplicate_of"] is None:
+                near.add(fingerprint, page["url"])
+    return copies
 
 
 def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], skipped: Counter,
@@ -201,7 +235,8 @@ def _records(path: Path, max_bytes: int, truncated: set[str], skipped: Counter, 
             seen.add(url)
             head = rec.http_headers
             yield (url, status, head.get_header("Content-Type") or "", head.get_header("X-Robots-Tag") or "",
-                   head.get_header("Content-Language") or "", body[:max_bytes],
+                   head.get_header("Content-Language") or "",
+                   ", ".join(value for name, value in head.headers if name.lower() == "link"), body[:max_bytes],
                    len(body) > max_bytes or bool(rec.rec_headers.get_header("WARC-Truncated"))
                    or url in truncated)
 
@@ -264,7 +299,7 @@ def _parse_chunk(chunk: list[Record], settings: Settings, fingerprint: str | Non
     return out
 
 
-def parse_record(url: str, status: int, content_type: str, x_robots: str, content_language: str,
+def parse_record(url: str, status: int, content_type: str, x_robots: str, content_language: str, link: str,
                  body: bytes, truncated: bool, settings: Settings) -> tuple[dict, list, list]:
     """One response to (page row, link rows, reject rows); every failure becomes a page reason."""
     mime, _, params = content_type.partition(";")
@@ -279,6 +314,9 @@ def parse_record(url: str, status: int, content_type: str, x_robots: str, conten
         page["url"] = canonicalize(url, None, settings.url_rules)
     except UrlRejected:
         return _done(page, {"bad_url"}), [], []
+    # a Link header names the canonical of any response (a PDF's, say); an HTML page's head may name it too
+    declared = _canonicals(_header_canonicals(link), url, settings.url_rules)
+    page["canonical_link"] = _only(declared)
     if blank:
         return _done(page, {"empty_body"}), [], []
     if not (mime in HTML_TYPES or not mime and body[:256].lstrip().lower().startswith(_SNIFF_HTML)):
@@ -311,13 +349,11 @@ def parse_record(url: str, status: int, content_type: str, x_robots: str, conten
             except UrlRejected:
                 pass
             break
-    for el in tree.iter("link"):
-        if "canonical" in (el.get("rel") or "").lower().split() and el.get("href"):
-            try:
-                page["canonical_link"] = canonicalize(el.get("href"), base, settings.url_rules)
-            except UrlRejected:
-                pass
-            break
+    # only the head's: a <link> in the body may come from what users posted, and search engines ignore it there
+    head = tree.find("head")
+    hrefs = [el.get("href") for el in (head.iter("link") if head is not None else ())
+             if "canonical" in (el.get("rel") or "").lower().split() and el.get("href")]
+    page["canonical_link"] = _only(declared | _canonicals(hrefs, base, settings.url_rules))
     links, rejects = _links(tree, page["url"], base, settings)
     page["n_links"] = len(links)
     if page["nofollow"]:
@@ -364,7 +400,43 @@ def _extract(tree, html: str, url: str, extractor: str) -> tuple[str | None, str
     else:
         doc = bare_extraction(tree, url=url, fast=True, include_comments=False)
         text = doc.text if doc is not None else None
-    return head.title, head.description, None, text
+    return head.title, head.description, _declared_date(tree), text
+
+
+def _declared_date(tree) -> str | None:
+    """The date a document declares for machines, by htmldate's rules with trafilatura's options (the publication
+    date, else the last change): ``<meta>`` date tags, then JSON-LD. Dates in the text, ``<time>`` and ``<abbr>``
+    elements are left out: a page holds many (comments, related articles, a "last updated" of the site)."""
+    rules = DateRules(extensive=False, max=get_max_date(None), min=get_min_date(None), original=True,
+                      format="%Y-%m-%d")
+    return examine_header(tree, rules) or json_search(tree, rules)
+
+
+def _header_canonicals(link: str) -> list[str]:
+    """The targets of the ``rel="canonical"`` link-values of a Link header."""
+    targets = []
+    for value in _LINK_VALUE.finditer(link):
+        rel = _LINK_REL.search(value.group(2))
+        if rel and "canonical" in (rel.group(1) or rel.group(2) or "").lower().split():
+            targets.append(value.group(1))
+    return targets
+
+
+def _canonicals(hrefs: list[str], base: str, rules: UrlRules) -> set[str]:
+    """The canonical forms of ``hrefs`` resolved against ``base``; those the crawl refuses are left out."""
+    found = set()
+    for href in hrefs:
+        try:
+            found.add(canonicalize(href, base, rules))
+        except UrlRejected:
+            pass
+    return found
+
+
+def _only(urls: set[str]) -> str | None:
+    """The URL, when there is exactly one: declarations that disagree declare nothing (as search engines read
+    them)."""
+    return next(iter(urls)) if len(urls) == 1 else None
 
 
 def _done(page: dict, found: set[str]) -> dict:

@@ -29,20 +29,27 @@ def shard_index(shard_dir: Path) -> int:
 
 def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) -> pl.DataFrame:
     """Set duplicate_of on pages repeating a page crawled in an earlier cycle: the same content hash,
-    else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage).
-    ``exact_copy`` tells the pages whose content hash equals a stored page's."""
-    stored = con.sql("SELECT url, content_hash, simhash FROM pages WHERE duplicate_of IS NULL "
+    else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage); a stored page
+    naming the new one as its canonical is not its original (the stored page folds into it instead, merge_parse).
+    ``exact_copy`` tells the pages whose content hash equals their original's."""
+    stored = con.sql("SELECT url, content_hash, simhash, canonical_link FROM pages WHERE duplicate_of IS NULL "
                      "ORDER BY cycle, url").pl()
     by_hash = {h: u for h, u in zip(stored["content_hash"], stored["url"], strict=True) if h is not None}
+    names = dict(zip(stored["url"], stored["canonical_link"], strict=True))
     near = NearDuplicateIndex()
     for fingerprint, url in zip(stored["simhash"], stored["url"], strict=True):
         if fingerprint is not None:
             near.add(fingerprint, url)
-    exact = [by_hash.get(digest) for digest in pages["content_hash"]]
-    found = [dup or same or (near.find(fp) if fp is not None else None)
-             for dup, same, fp in zip(pages["duplicate_of"], exact, pages["simhash"], strict=True)]
+    found, exact = [], []
+    for url, dup, digest, fingerprint in zip(pages["url"], pages["duplicate_of"], pages["content_hash"],
+                                             pages["simhash"], strict=True):
+        same = by_hash.get(digest)
+        same = same if names.get(same) != url else None
+        similar = near.find(fingerprint) if dup is None and same is None and fingerprint is not None else None
+        found.append(dup or same or (similar if names.get(similar) != url else None))
+        exact.append(same is not None)
     return pages.with_columns(duplicate_of=pl.Series(found, dtype=pl.String),
-                              exact_copy=pl.Series([e is not None for e in exact], dtype=pl.Boolean))
+                              exact_copy=pl.Series(exact, dtype=pl.Boolean))
 
 
 def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, shard_dirs: list[Path]) -> dict:

@@ -1,8 +1,9 @@
 -- Merge the shards' parse output of cycle $cycle (staged as s_pages, s_links, s_new).
 -- inputs: s_fetch_log, s_links, s_new, s_pages, s_rejects
-INSERT INTO pages
+INSERT INTO pages (url, host, cycle, status, content_type, title, text, description, lang, content_hash, simhash,
+                   duplicate_of, n_links, noindex, reason, bytes, date, canonical_link)
 SELECT url, host, $cycle, status, content_type, title, text, description, lang, content_hash, simhash,
-       duplicate_of, n_links, noindex, reason, bytes
+       duplicate_of, n_links, noindex, reason, bytes, CAST(date AS DATE), canonical_link
 FROM s_pages
 ON CONFLICT DO NOTHING;
 -- A page reached through a same-host redirect is stored under its final URL: give it a frontier row, as many hops
@@ -16,13 +17,13 @@ FROM s_pages p ANTI JOIN frontier f ON f.url = p.url;
 UPDATE frontier SET status = 'fetched', status_cycle = $cycle
 WHERE status IN ('unfetched', 'retry_pending', 'deferred') AND url IN (SELECT url FROM s_pages);
 -- New URLs enter in discovery order with their hops from the nearest seed (a link one more than its page, a redirect
--- target as many as the URL that redirected, a sitemap entry one more than its host's nearest URL), when the crawl
--- scope ($scope, see scope_reason) admits them and their host holds fewer than $max_urls_per_host; the rest are
--- recorded as rejects with the reason.
+-- target as many as the URL that redirected, a canonical URL as many as the page naming it, a sitemap entry one more
+-- than its host's nearest URL), when the crawl scope ($scope, see scope_reason) admits them and their host holds
+-- fewer than $max_urls_per_host; the rest are recorded as rejects with the reason.
 CREATE OR REPLACE TEMP TABLE s_counted AS
 WITH found AS (
     SELECT n.url, n.host, n.seq, n.source, n.src,
-           CASE n.source WHEN 'link' THEN s.hops + 1 WHEN 'redirect' THEN s.hops ELSE h.hops + 1 END AS hops
+           CASE n.source WHEN 'link' THEN s.hops + 1 WHEN 'sitemap' THEN h.hops + 1 ELSE s.hops END AS hops
     FROM s_new n
     LEFT JOIN frontier s ON s.url = n.src
     LEFT JOIN (SELECT host, min(hops) AS hops FROM frontier GROUP BY host) h ON h.host = n.host
@@ -55,7 +56,20 @@ SEMI JOIN frontier f ON f.url = l.dst
 ANTI JOIN (SELECT src, dst, anchor FROM links WHERE src IN (SELECT src FROM s_links)) k
     ON k.src = l.src AND k.dst = l.dst AND k.anchor = l.anchor;
 INSERT INTO url_rejects SELECT $cycle, src, raw, reason FROM s_rejects;
--- A fetched page whose content repeats an earlier page is a duplicate, not a new crawled page.
+-- Canonical folding: a page naming another page of its host as its canonical is a duplicate of it, once that page is
+-- stored and stands for itself, as the ranker would index it (not a duplicate, not noindex, a title or main text)
+-- and naming no other URL as its own canonical (a chain is not followed). A pair is decided by the cycle storing
+-- the later of its pages: a page waits, a page of its own, until the one it names is fetched.
+CREATE OR REPLACE TEMP TABLE s_folds AS
+SELECT a.url, b.url AS canonical
+FROM pages a JOIN pages b ON b.url = a.canonical_link
+WHERE (a.cycle = $cycle OR b.cycle = $cycle) AND b.url <> a.url AND b.host = a.host AND a.duplicate_of IS NULL
+  AND b.duplicate_of IS NULL AND NOT coalesce(b.noindex, false) AND (b.title IS NOT NULL OR b.text IS NOT NULL)
+  AND coalesce(b.canonical_link, b.url) = b.url;
+UPDATE pages SET duplicate_of = f.canonical, folded_cycle = $cycle FROM s_folds f WHERE pages.url = f.url;
+-- A fetched page whose content repeats an earlier page, or folded into its canonical, is a duplicate, not a new
+-- crawled page.
 UPDATE frontier SET status = 'duplicate', status_cycle = $cycle
-WHERE url IN (SELECT url FROM s_pages WHERE duplicate_of IS NOT NULL);
+WHERE url IN (SELECT url FROM s_pages WHERE duplicate_of IS NOT NULL UNION ALL SELECT url FROM s_folds);
 DROP TABLE s_counted;
+DROP TABLE s_folds;

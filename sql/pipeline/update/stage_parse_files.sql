@@ -4,8 +4,8 @@
 -- place, as mark_stored_duplicates set them.
 -- inputs: s_duplicates, s_fetch_log, s_sitemap_urls
 CREATE OR REPLACE TEMP TABLE s_pages AS
-SELECT p.url, p.status, p.content_type, p.title, p.text, p.description, p.lang, p.content_hash, p.simhash,
-       d.duplicate_of, p.n_links, p.noindex, p.reason, p.bytes, host_of(p.url) AS host, d.exact_copy
+SELECT p.url, p.status, p.content_type, p.title, p.text, p.description, p.date, p.lang, p.content_hash, p.simhash,
+       d.duplicate_of, p.n_links, p.noindex, p.canonical_link, p.reason, p.bytes, host_of(p.url) AS host, d.exact_copy
 FROM shard_rows($pages) p JOIN s_duplicates d USING (file_index, row_index)
 ORDER BY file_index, row_index;
 CREATE OR REPLACE TEMP TABLE s_redirects AS
