@@ -65,6 +65,9 @@ EXCLUDED = {
         "command when the WARC is missing",
     ".venv/bin/python ../shared/corpus/build_snapshot.py bench/snapshots/sci-docs.json data/sci-docs.warc.gz":
         "downloads five Debian packages first; built like py-web-docs",
+    ".venv/bin/python bench/canonicals.py":
+        "a 15-cycle crawl of three real snapshots, two of them built from Debian packages first: about ten minutes; "
+        "tests/test_canonical_links.py and tests/test_parse.py check what it counts",
     ".venv/bin/python bench/score.py --scale 10 --state data/bench-score":
         "builds a 10 M-URL crawl state (a quarter of an hour, 7 GB) and times the stages on it (15 minutes more); "
         "make bench-score runs the same bench at scale 1",

@@ -258,8 +258,9 @@ class Settings:
                                      "rejected (spider trap)", low=1)
     max_outlinks_per_page: int = parse(1000, "out-links kept per page", low=1)
     extractor: str = parse("trafilatura_text", "main-text extraction: trafilatura_text (trafilatura's main text, "
-                           "comments left out; title and description by trafilatura's rules, no date), trafilatura "
-                           "(also trafilatura's whole metadata pass: date, author, ...; half the speed) or resiliparse "
+                           "comments left out; title and description by trafilatura's rules, the date only as the "
+                           "page declares it in meta tags or JSON-LD), trafilatura (also trafilatura's whole "
+                           "metadata pass: date, author, ...; half the speed) or resiliparse "
                            "(Resiliparse's main content: four times faster again, less precise)", choices=EXTRACTORS)
     # The query log and the reference ranker that says what users are shown.
     query_log_dir: str = ranking("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
