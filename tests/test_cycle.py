@@ -181,7 +181,7 @@ def test_a_database_from_before_the_two_cycle_names_keeps_its_rows(tmp_path: Pat
         con.execute("""INSERT INTO batches VALUES (2, 'http://a.test/1', 'a.test', 1, 'bfs', 0.5, '{"p": 1}'),
                        (3, 'http://a.test/2', 'a.test', 1, 'bfs', 0.25, NULL)""")
         con.execute("INSERT INTO probes VALUES (3, 'http://b.test', 'b.test', 'new', 'http://b.test/x', 0.125)")
-        assert migrate(con) == ["020_fetch_and_score_cycles"]
+        assert migrate(con)[0] == "020_fetch_and_score_cycles"
         assert _q(con, "SELECT * FROM frontier_scores ORDER BY ALL") == [
             (1, "http://a.test/1", 0.5, '{"p": 1}'), (2, "http://a.test/2", 0.25, None)]
         assert _q(con, "SELECT fetch_cycle, score_cycle, url, host, rank, policy, priority, parts FROM batches "

@@ -1,9 +1,9 @@
 -- Merge the shards' parse output of cycle $cycle (staged as s_pages, s_links, s_new).
 -- inputs: s_fetch_log, s_links, s_new, s_pages, s_rejects
 INSERT INTO pages (url, host, cycle, status, content_type, title, text, description, lang, content_hash, simhash,
-                   duplicate_of, n_links, noindex, reason, bytes, date, canonical_link)
+                   duplicate_of, n_links, noindex, reason, bytes, date, canonical_link, checked_cycle, changed_cycle)
 SELECT url, host, $cycle, status, content_type, title, text, description, lang, content_hash, simhash,
-       duplicate_of, n_links, noindex, reason, bytes, CAST(date AS DATE), canonical_link
+       duplicate_of, n_links, noindex, reason, bytes, CAST(date AS DATE), canonical_link, $cycle, $cycle
 FROM s_pages
 ON CONFLICT DO NOTHING;
 -- A page reached through a same-host redirect is stored under its final URL: give it a frontier row, as many hops
