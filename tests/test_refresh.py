@@ -21,6 +21,7 @@ from crawlcycle.ordering import refresh, registry
 from crawlcycle.pipeline import update
 from crawlcycle.pipeline.materialize import materialize
 from crawlcycle.settings import Settings, load_settings
+from crawlcycle.ui.report import print_report
 from tests.support.crawl_state import DAY, add_urls, new_state
 from tests.support.demo import USER_AGENT
 
@@ -283,9 +284,12 @@ def test_the_floor_and_cap_of_the_refresh_share_hold(tmp_path: Path) -> None:
 
 
 def test_the_per_host_cap_holds_for_new_urls_and_refreshes_together(tmp_path: Path) -> None:
-    batch = choose(impact_state(tmp_path, batch_size=6, per_host_cap=2))
-    hosts = [u.split("/")[2] for u in batch["url"]]
-    assert hosts.count("a.test") == 2 and hosts.count("b.test") == 2 and len(batch) == 4
+    s = impact_state(tmp_path, batch_size=6, per_host_cap=2)
+    with connect(s) as con:
+        new(con, "http://a.test/new-page", pagerank=1.0)  # worth less than the two refreshes of its host
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://b.test/strong", "http://a.test/static",
+                                      "http://b.test/weak"]
 
 
 def test_a_cycle_s_rollback_removes_its_refresh_scores(tmp_path: Path) -> None:
@@ -310,7 +314,7 @@ def test_refresh_policy_none_leaves_the_batch_to_new_urls(tmp_path: Path) -> Non
 
 
 def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estimate_freshness(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     s = state(tmp_path, "impact", change_rate_prior=0.2, refresh_prior_weight=1.0)
     with connect(s) as con:
         stored(con, "http://a.test/fresh", 1, (False,))  # checked in cycle NOW
@@ -336,6 +340,10 @@ def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estim
     assert (row["refreshes"], row["checks_not_modified"], row["checks_changed"], row["checks_gone"]) == (1, 1, 1, 2)
     assert row["est_freshness"] == pytest.approx((1 + math.exp(-rate_old * 3)) / 2)  # the fresh page: 0 cycles
     assert row["next_refresh_share"] == pytest.approx(1 / 3)
+    print_report(s)
+    assert (f"cycle {NOW} freshness: 1 refreshes in the batch: 1 not modified (304), 1 changed, 2 left the index; "
+            f"estimated freshness {100 * row['est_freshness']:.1f} %; the batch it chose: 33.3 % refreshes"
+            ) in capsys.readouterr().out.splitlines()
 
 
 # -- the registry ------------------------------------------------------------------------------------------------------
