@@ -19,9 +19,10 @@ SELECT c.cycle, c.interval_start,
 FROM cycles c
 ORDER BY c.cycle;
 
--- What is in the next batch, and why?
+-- What is in the next batch, and why? (kind: new, or a refresh of a stored page)
 CREATE OR REPLACE VIEW v_next_batch AS
-SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.host, b.policy, b.priority, b.parts, f.in_links, f.pagerank,
+SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.host, b.kind, b.policy, b.priority, b.parts, f.in_links,
+       f.pagerank,
        f.first_seen_cycle, f.source
 FROM batches b
 JOIN frontier f USING (url)
@@ -108,6 +109,7 @@ CREATE OR REPLACE VIEW v_batch_explain AS
 SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority,
        CASE WHEN b.kind = 'refresh' THEN 'refresh: ' || (b.parts->>'why')
             ELSE 'new: ' || b.policy || ' priority ' || round(b.priority, 4)
+                 || coalesce(' (query impact ' || round((b.parts->>'query_impact')::DOUBLE, 4) || ')', '')
                  || coalesce(', expected impact ' || round((b.parts->>'expected_impact')::DOUBLE, 4), '') END AS why,
        (b.parts->>'query_impact')::DOUBLE AS query_impact,
        (b.parts->>'query_part')::DOUBLE AS query_part,

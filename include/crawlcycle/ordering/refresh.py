@@ -40,7 +40,8 @@ def stage_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: 
 
 def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
     """Replace the refresh scores of cycle ``cycle`` (they choose the refreshes of the next cycle's fetch); return
-    pages scored."""
+    pages kept. Only the best that may take a slot are kept: twice the per-host cap per host, twice the batch in
+    all (a margin for pages robots.txt now disallows, as batch_candidates keeps for new URLs)."""
     entry = refresh_policy(settings.refresh_policy)
     con.execute("DELETE FROM refresh_scores WHERE score_cycle = ?", [cycle])
     if entry.budget == "none":
@@ -48,9 +49,13 @@ def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
     stage_candidates(con, settings, cycle)
     check_inputs(con, entry.sql)
     (select,) = statements(entry.sql)
+    best = "first DESC, value DESC, url"
     execute(con, "INSERT INTO refresh_scores (score_cycle, url, host, policy, value, first, parts) "
-                 f"SELECT $cycle, url, host, $policy, value, first, parts FROM ({select})",
-            cycle=cycle, policy=entry.name, fetch_cycle=cycle + 1, moving_share=moving_share(con, settings, cycle))
+                 f"SELECT $cycle, url, host, $policy, value, first, parts FROM ({select}) "
+                 f"QUALIFY row_number() OVER (PARTITION BY host ORDER BY {best}) <= 2 * $per_host_cap "
+                 f"ORDER BY {best} LIMIT 2 * $batch_size",
+            cycle=cycle, policy=entry.name, fetch_cycle=cycle + 1, moving_share=moving_share(con, settings, cycle),
+            per_host_cap=settings.per_host_cap, batch_size=settings.batch_size)
     return scalar(con, "SELECT count(*) FROM refresh_scores WHERE score_cycle = ?", [cycle])
 
 
