@@ -8,6 +8,7 @@ Pages hold markers that are replaced at build time, so what the code defines is 
 - ``<!-- cli-commands -->``: every ``crawlcycle`` subcommand with its help line, its own options and the sections
   of the settings it takes (``crawlcycle.cli.build_parser``);
 - ``<!-- policy-table -->``: every ordering policy of the registry (``crawlcycle.contracts.policies``);
+- ``<!-- refresh-policy-table -->``: every refresh policy of its registry (``crawlcycle.contracts.refresh_policies``);
 - ``<!-- include FILE -->`` or ``<!-- include FILE#HEADING -->``: a file of the repository (a path from the root),
   whole or the section under one heading.
 
@@ -110,6 +111,13 @@ def policy_table() -> str:
     return "\n".join(["| policy | orders the frontier by |", "|---|---|", *rows])
 
 
+def refresh_policy_table() -> str:
+    from crawlcycle.contracts.refresh_policies import REGISTRY
+
+    rows = [f"| `{p.name}` | {p.description} |" for p in REGISTRY]
+    return "\n".join(["| policy | refreshes |", "|---|---|", *rows])
+
+
 def section(text: str, heading: str) -> str:
     """The lines under the Markdown heading titled ``heading`` up to the next heading of its level or above."""
     lines = text.splitlines()
@@ -129,7 +137,7 @@ def include(match: re.Match) -> str:
 
 
 MARKERS = {"<!-- settings-table -->": settings_table, "<!-- cli-commands -->": cli_commands,
-           "<!-- policy-table -->": policy_table}
+           "<!-- policy-table -->": policy_table, "<!-- refresh-policy-table -->": refresh_policy_table}
 
 
 def render(markdown: str) -> str:

@@ -100,11 +100,11 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
     assert {h: int(n) for h, n in shown.items() if h in hosts} == hosts
     models = dict(_q(crawled, "SELECT model, max(cycle) FROM model_runs GROUP BY 1"))
     assert dict(zip(_cells(doc, "fits", "model"), map(int, _cells(doc, "fits", "cycle")), strict=True)) == models
-    for plot in ("plot-cycles", "plot-fits"):
+    for plot in ("plot-cycles", "plot-fits", "plot-freshness"):
         assert _has(doc, plot, "svg"), plot
     assert _has(doc, "no-simulation")
     figures = re.findall(r"<svg.*?</svg>", text, re.S)
-    assert len(figures) == 3 and all(ET.fromstring(f).tag == f"{SVG}svg" for f in figures)  # well-formed XML
+    assert len(figures) == 4 and all(ET.fromstring(f).tag == f"{SVG}svg" for f in figures)  # well-formed XML
 
 
 def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None:
@@ -123,6 +123,28 @@ def test_the_page_shows_each_cycle_s_query_engagement(crawled: Settings) -> None
                                                                                    abs=0.051), col
     # a snapshot written before the figures existed shows dashes
     assert set(crawl_views.engagement_row({"cycle": 1, "policy": "bfs"}).values()) == {1, "bfs", None}
+
+
+def test_the_page_shows_each_cycle_s_freshness(crawled: Settings) -> None:
+    figures = ("refreshes", "checks_not_modified", "checks_changed", "checks_gone", "est_freshness",
+               "next_refresh_share")
+    rows = _q(crawled, f"SELECT cycle, {', '.join(figures)} FROM v_cycle_summary ORDER BY cycle")
+    assert rows[0][1] == 0 and rows[1][1] > 0  # the second batch fetched stored pages again
+    assert all(0 < r[5] <= 1 and 0 < r[6] < 1 for r in rows)
+    doc = lxml.html.fromstring(crawl_views.page(crawled))
+    for i, col in enumerate(figures[:4], 1):
+        assert _cells(doc, "freshness", col) == [str(r[i]) for r in rows], col
+    for i, col in enumerate(figures[4:], 5):  # shares in per cent
+        assert [float(v) for v in _cells(doc, "freshness", col)] == pytest.approx([100 * r[i] for r in rows],
+                                                                                  abs=0.051), col
+    cards = {d.get("data-card"): d.find("b").text for d in doc.xpath('//*[@id="latest"]/div[@data-card]')}
+    assert cards["freshness"] == f"{100 * rows[-1][5]:.1f} %"
+    assert _has(doc, "plot-freshness", "svg")
+    # the bars of what the refreshes found add up to the refreshes of each cycle
+    found = crawl_views.refresh_counts([dict(zip(("cycle", *figures), r, strict=True)) for r in rows])
+    assert [sum(by_cycle[r[0]] for by_cycle in found.values()) for r in rows] == [r[1] for r in rows]
+    # a snapshot written before the figures existed shows dashes
+    assert set(crawl_views.freshness_row({"cycle": 1}).values()) == {1, None}
 
 
 def test_the_page_shows_each_cycle_s_batch_slots_and_the_origins_held(crawled: Settings) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from crawlcycle.cli import build_parser, commands
+from crawlcycle.contracts import refresh_policies
 from crawlcycle.contracts.policies import REGISTRY
 from crawlcycle.settings import SECTIONS, SETTING_NAMES, describe
 
@@ -87,6 +88,12 @@ def test_policy_table_lists_every_registered_policy() -> None:
     assert "<!-- policy-table -->" in page("explanation/ordering.md")
     rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", hooks.render("<!-- policy-table -->"), flags=re.MULTILINE)
     assert rows == [(p.name, p.description) for p in REGISTRY]
+
+
+def test_refresh_policy_table_lists_every_registered_refresh_policy() -> None:
+    assert "<!-- refresh-policy-table -->" in page("explanation/refresh.md")
+    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", hooks.render("<!-- refresh-policy-table -->"), flags=re.MULTILINE)
+    assert rows == [(p.name, p.description) for p in refresh_policies.REGISTRY]
 
 
 def test_include_takes_the_section_under_one_heading() -> None:

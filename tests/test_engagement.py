@@ -30,12 +30,14 @@ def figures(settings: Settings) -> dict[int, dict]:
 
 
 def recomputed(settings: Settings, c: int) -> dict:
-    """The figures of cycle ``c`` counted here, in Python, from the rows of needy_queries, sketches and batches."""
+    """The figures of cycle ``c`` counted here, in Python, from the rows of needy_queries, sketches and batches (its
+    new URLs: refreshes are the refresh policy's)."""
     with connect(settings, read_only=True) as con:
         candidates = [n for (n,) in con.execute("SELECT candidates FROM needy_queries WHERE cycle = ?", [c]).fetchall()]
         sketches = con.execute("SELECT url, crawled FROM sketches WHERE cycle = ?", [c]).fetchall()
         batch = [(p, json.loads(parts)) for p, parts in
-                 con.execute("SELECT priority, parts FROM batches WHERE score_cycle = ?", [c]).fetchall()]
+                 con.execute("SELECT priority, parts FROM batches WHERE score_cycle = ? AND kind = 'new'",
+                             [c]).fetchall()]
     known = [n for n in candidates if n is not None]
     impact = [parts["query_impact"] for _, parts in batch if parts.get("query_impact") is not None]
     query_priority = [parts["query_priority"] for _, parts in batch if parts.get("query_priority") is not None]

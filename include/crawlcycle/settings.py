@@ -34,6 +34,7 @@ from typing import Any
 from crawlcycle.contracts.canonical import UrlRules
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.contracts.policies import NAMES as POLICIES
+from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
@@ -49,8 +50,8 @@ MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
 # The sections, in the order of the settings reference and of `write_toml`.
-SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "quality",
-            "demo")
+SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "refresh",
+            "quality", "demo")
 # Former names, read for one more release with a note naming the new one.
 RENAMED = {"retry_limit": "url_attempts", "fetch_retries": "fetch_task_retries", "retry_delay": "task_retry_delay",
            "max_retry_delay": "fetch_task_max_retry_delay"}
@@ -75,7 +76,7 @@ def _in(section: str) -> Callable[..., Any]:
     return setting
 
 
-storage, orchestration, scope, fetch, politeness, parse, ranking, ordering, quality, demo = map(_in, SECTIONS)
+storage, orchestration, scope, fetch, politeness, parse, ranking, ordering, refresh, quality, demo = map(_in, SECTIONS)
 _URL = UrlRules()
 
 
@@ -335,6 +336,31 @@ class Settings:
                                "co-citations)", low=0, high=1)
     rw_damping: float = ordering(0.85, "alpha of policies rw/rw_eg: chance a step follows a link rather than "
                                  "restarting", above=0, below=1)
+    # Which fetched pages the next batch fetches again (docs/explanation/refresh.md). A cycle is the unit of time:
+    # Nutch's defaults in days are these in cycles of the default @daily schedule.
+    refresh_policy: str = refresh("impact", "refresh policy: " + ", ".join(REFRESH_POLICIES), choices=REFRESH_POLICIES)
+    min_revisit_cycles: int = refresh(1, "a fetched page is a refresh candidate once this many cycles have passed "
+                                      "since its last fetch or check; adaptive's shortest interval", low=1)
+    max_revisit_cycles: int = refresh(90, "a page not fetched or checked for this many cycles is refreshed before any "
+                                      "other (Nutch's db.fetch.interval.max); adaptive's longest interval", low=1)
+    refresh_share_min: float = refresh(0.0, "floor of the refresh share of a batch, while candidates last", low=0,
+                                       high=1)
+    refresh_share_max: float = refresh(1.0, "cap of the refresh share of a batch", low=0, high=1)
+    refresh_budget: float = refresh(0.3, "share of the batch the quota policies (uniform, proportional, "
+                                    "user_centric) spend on refreshes", low=0, high=1)
+    fixed_revisit_cycles: int = refresh(30, "interval of refresh policy fixed, and adaptive's first interval "
+                                        "(Nutch's db.fetch.interval.default)", low=1)
+    adaptive_inc_rate: float = refresh(0.4, "adaptive: the interval grows by this share after an unmodified check "
+                                       "(Nutch's db.fetch.schedule.adaptive.inc_rate)", low=0)
+    adaptive_dec_rate: float = refresh(0.2, "adaptive: the interval shrinks by this share after a modified check "
+                                       "(Nutch's db.fetch.schedule.adaptive.dec_rate)", low=0, below=1)
+    change_rate_prior: float = refresh(0.1, "changes per cycle a page is expected to have while neither it, its path "
+                                       "group nor its host has been checked", low=0)
+    refresh_prior_weight: float = refresh(4.0, "checks' worth of the pooled estimate (path group, host, prior) in a "
+                                          "page's change rate, and of moving_share_prior in the moving share",
+                                          above=0)
+    moving_share_prior: float = refresh(0.5, "share of changed pages whose re-fetch moves them in or out of a "
+                                        "top K, before any change has been seen", low=0, high=1)
     # The data-quality gates between stages.
     gate_warn: str = quality("", "comma-separated gate checks whose failure is recorded and logged but does not stop "
                              "the cycle (names as in dq_results.expectation)")
@@ -381,7 +407,15 @@ class Settings:
                 ("max_delay", self.max_delay >= self.min_delay,
                  f"must be >= min_delay ({self.min_delay}), got {self.max_delay}"),
                 ("hybrid_query_weight", self.hybrid_query_weight + self.hybrid_prestige_weight > 0,
-                 "hybrid_query_weight + hybrid_prestige_weight must be positive")):
+                 "hybrid_query_weight + hybrid_prestige_weight must be positive"),
+                ("max_revisit_cycles", self.max_revisit_cycles >= self.min_revisit_cycles,
+                 f"must be >= min_revisit_cycles ({self.min_revisit_cycles}), got {self.max_revisit_cycles}"),
+                ("fixed_revisit_cycles",
+                 self.min_revisit_cycles <= self.fixed_revisit_cycles <= self.max_revisit_cycles,
+                 f"must lie in [min_revisit_cycles, max_revisit_cycles] ([{self.min_revisit_cycles}, "
+                 f"{self.max_revisit_cycles}]), got {self.fixed_revisit_cycles}"),
+                ("refresh_share_max", self.refresh_share_max >= self.refresh_share_min,
+                 f"must be >= refresh_share_min ({self.refresh_share_min}), got {self.refresh_share_max}")):
             if not ok:
                 raise SettingsError(f"setting {name}: {why}")
         return self

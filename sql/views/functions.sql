@@ -38,3 +38,103 @@ CREATE OR REPLACE MACRO url_path_group(url) AS
     url_origin(url)
     || coalesce(nullif(regexp_extract(url, '^[a-z][a-z0-9+.-]*://[^/?#]+(/[^/?#]+/)', 1), ''), '/') || '*'
     || regexp_extract(regexp_extract(url, '^[^?#]*'), '/[^/]*(\.[A-Za-z0-9]{1,8})$', 1);
+
+-- The prestige-based impact of a page (crawlcycle.models.prestige): the quadratic regression from its scaled PageRank
+-- `pr` (1 = an average page) and its in-links `links` to observed impact, coefficients b0 .. b22, floored at 0.
+CREATE OR REPLACE MACRO prestige_impact(pr, links, b0, b1, b2, b11, b12, b22) AS
+    greatest(0, b0 + b1 * pr + b2 * links + b11 * pr * pr + b12 * pr * links + b22 * links * links);
+
+-- The weight of result rank `r` in a top `k`: users look at rank r with a likelihood of r^-1.5 (Pandey & Olston,
+-- "User-centric Web crawling", 2005), scaled so that the k ranks average 1, the worth of one top-K slot: the impact
+-- a page carries at rank r, in the units of a new page's expected impact.
+CREATE OR REPLACE MACRO view_weight(r, k) AS
+    CASE WHEN r <= k THEN k * pow(r, -1.5) / (SELECT sum(pow(i, -1.5)) FROM range(1, k + 1) t(i)) ELSE 0 END;
+
+-- Cho & Garcia-Molina's estimator of a change rate per cycle (ACM TOIT 2003): of `n_checks` checks, `n_changed` found
+-- the page changed, the checks `mean_gap` cycles apart on average; r = -ln((n - X + 0.5) / (n + 0.5)) changes per
+-- check interval (nearly unbiased where X / n is not, and finite when every check found a change), per cycle.
+CREATE OR REPLACE MACRO change_rate(n_checks, n_changed, mean_gap) AS
+    -ln((n_checks - n_changed + 0.5) / (n_checks + 0.5)) / mean_gap;
+
+-- How fresh each stored page is likely to be as of the fetch of cycle `as_of`, by the refresh settings `conf` (JSON
+-- of the [refresh] section: Settings.section('refresh'), or a cycle's record): the one home of the change-rate
+-- estimate, which the refresh policies (sql/ordering/refresh/) and v_page_freshness read.
+-- Rate: change_rate over the page's checks that told changed or not (page_checks up to `as_of`), pooled while the
+-- page has few: each level's estimate is shrunk towards the one above it, as if it had refresh_prior_weight more
+-- checks at that rate: page -> its path group (url_path_group) -> its host -> change_rate_prior. `pooling` names the
+-- level that weighs most in the result. P(changed) = 1 - exp(-rate x cycles since the last fetch or check).
+-- adaptive_interval: Nutch's AdaptiveFetchSchedule over the page's checks in order, from fixed_revisit_cycles: x (1 +
+-- adaptive_inc_rate) after an unmodified check, x (1 - adaptive_dec_rate) after a modified one, kept within
+-- min_revisit_cycles .. max_revisit_cycles. next_due: the cycle from which refresh_policy would fetch the page again
+-- (fixed, adaptive: when its interval has passed; the others: min_revisit_cycles after the check, then by value or
+-- budget), with the rule in words; overdue: max_revisit_cycles have passed (refreshed before any value).
+CREATE OR REPLACE MACRO page_freshness(as_of, conf) AS TABLE
+WITH s AS (
+    SELECT conf->>'refresh_policy' AS policy, (conf->>'change_rate_prior')::DOUBLE AS prior,
+           (conf->>'refresh_prior_weight')::DOUBLE AS w, (conf->>'min_revisit_cycles')::INTEGER AS lo,
+           (conf->>'max_revisit_cycles')::INTEGER AS hi, (conf->>'fixed_revisit_cycles')::INTEGER AS fixed,
+           (conf->>'adaptive_inc_rate')::DOUBLE AS inc, (conf->>'adaptive_dec_rate')::DOUBLE AS dec
+), seen AS (
+    SELECT url, host, url_path_group(url) AS path_group, changed, cycle, cycle - previous_cycle AS gap
+    FROM page_checks
+    WHERE changed IS NOT NULL AND cycle <= as_of
+), by_page AS (
+    SELECT url, count(*) AS n, count(*) FILTER (WHERE changed) AS x, avg(gap) AS gap,
+           list(changed ORDER BY cycle) AS history
+    FROM seen GROUP BY url
+), by_group AS (
+    SELECT path_group, count(*) AS n, count(*) FILTER (WHERE changed) AS x, avg(gap) AS gap FROM seen GROUP BY 1
+), by_host AS (
+    SELECT host, count(*) AS n, count(*) FILTER (WHERE changed) AS x, avg(gap) AS gap FROM seen GROUP BY 1
+), counted AS (
+    SELECT p.url, p.host, url_path_group(p.url) AS path_group, coalesce(p.checked_cycle, p.cycle) AS checked_cycle,
+           coalesce(p.changed_cycle, p.cycle) AS changed_cycle, coalesce(c.n, 0) AS checks,
+           coalesce(c.x, 0) AS changes, coalesce(c.history, []) AS history,
+           coalesce(g.n, 0) AS group_checks, coalesce(h.n, 0) AS host_checks,
+           coalesce(c.n * change_rate(c.n, c.x, c.gap), 0) AS page_mass,
+           coalesce(g.n * change_rate(g.n, g.x, g.gap), 0) AS group_mass,
+           coalesce(h.n * change_rate(h.n, h.x, h.gap), 0) AS host_mass
+    FROM pages p
+    LEFT JOIN by_page c ON c.url = p.url
+    LEFT JOIN by_group g ON g.path_group = url_path_group(p.url)
+    LEFT JOIN by_host h ON h.host = p.host
+), pooled AS (
+    SELECT k.*, s.*,
+           (k.host_mass + s.w * s.prior) / (k.host_checks + s.w) AS host_rate,
+           k.checks / (k.checks + s.w) AS page_share,
+           k.group_checks / (k.group_checks + s.w) AS group_share,
+           k.host_checks / (k.host_checks + s.w) AS host_share
+    FROM counted k CROSS JOIN s
+), rated AS (
+    SELECT *,
+           (page_mass + w * (group_mass + w * host_rate) / (group_checks + w)) / (checks + w) AS rate,
+           as_of - checked_cycle AS since,
+           list_reduce(history, lambda width, was_changed:
+                       least(hi, greatest(lo, CASE WHEN was_changed THEN width * (1 - dec) ELSE width * (1 + inc) END)),
+                       fixed::DOUBLE) AS adaptive_interval
+    FROM pooled
+), weighed AS (
+    SELECT *, page_share AS w_page, (1 - page_share) * group_share AS w_group,
+           (1 - page_share) * (1 - group_share) * host_share AS w_host,
+           (1 - page_share) * (1 - group_share) * (1 - host_share) AS w_prior
+    FROM rated
+)
+SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, changes,
+       round(rate, 12) AS change_rate,
+       CASE WHEN w_page >= greatest(w_group, w_host, w_prior) THEN 'page'
+            WHEN w_group >= greatest(w_host, w_prior) THEN 'path_group'
+            WHEN w_host >= w_prior THEN 'host' ELSE 'prior' END AS pooling,
+       round(1 - exp(-rate * since), 12) AS p_changed,
+       round(adaptive_interval, 9) AS adaptive_interval,
+       CASE policy WHEN 'none' THEN NULL
+                   WHEN 'fixed' THEN checked_cycle + fixed
+                   WHEN 'adaptive' THEN checked_cycle + CAST(ceil(adaptive_interval) AS INTEGER)
+                   ELSE checked_cycle + lo END AS next_due,
+       since >= hi AS overdue,
+       CASE policy WHEN 'none' THEN 'never fetched again (refresh_policy none)'
+                   WHEN 'fixed' THEN 'every ' || fixed || ' cycles (fixed)'
+                   WHEN 'adaptive' THEN 'every ' || round(adaptive_interval, 2) || ' cycles (adaptive, after ' || checks
+                                        || ' checks, ' || changes || ' changed)'
+                   ELSE 'a candidate ' || lo || ' cycles after its last check, taken by ' || policy
+                        || '; before any other once ' || hi || ' cycles have passed' END AS due_rule
+FROM weighed;

@@ -1,6 +1,8 @@
 -- Views for the questions people ask of the crawl database.
 
--- How did each cycle go, what did its batch slots give (waste), and did the query-driven part of its policy engage?
+-- How did each cycle go, what did its batch slots give (waste), did the query-driven part of its policy engage, and
+-- how fresh is the index: refreshes in its batch, what its checks found, the estimated freshness it leaves, and the
+-- share of refreshes in the batch it chose?
 CREATE OR REPLACE VIEW v_cycle_summary AS
 SELECT c.cycle, c.interval_start,
        CASE WHEN c.query_partition = c.interval_start THEN c.query_rows || ' rows'
@@ -12,13 +14,15 @@ SELECT c.cycle, c.interval_start,
        (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures,
        c.slots_fetched, c.slots_failed, c.slots_skipped, c.slots_unanswered, c.waste_share, c.probes,
        c.untested_slots,
-       c.needy_queries, c.needy_with_candidates, c.sketch_frontier_pages, c.batch_query_share, c.batch_query_mass
+       c.needy_queries, c.needy_with_candidates, c.sketch_frontier_pages, c.batch_query_share, c.batch_query_mass,
+       c.refreshes, c.checks_not_modified, c.checks_changed, c.checks_gone, c.est_freshness, c.next_refresh_share
 FROM cycles c
 ORDER BY c.cycle;
 
--- What is in the next batch, and why?
+-- What is in the next batch, and why? (kind: new, or a refresh of a stored page)
 CREATE OR REPLACE VIEW v_next_batch AS
-SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.host, b.policy, b.priority, b.parts, f.in_links, f.pagerank,
+SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.host, b.kind, b.policy, b.priority, b.parts, f.in_links,
+       f.pagerank,
        f.first_seen_cycle, f.source
 FROM batches b
 JOIN frontier f USING (url)
@@ -95,11 +99,18 @@ SELECT cycle, query, round(exact_avg(score), 9) AS avg_score, count(*) AS result
 FROM query_results
 GROUP BY cycle, query;
 
--- Why each URL of each batch was chosen: its priority split into the query-based and prestige-based impact and the
--- discovery value (policy hybrid), the needy queries it may answer and the odds it enters each one's top K
--- (top_k_odds). Other policies show their own parts.
+-- Why each URL of each batch was chosen: a new URL (kind new) by its priority under the ordering policy, split into
+-- the query-based and prestige-based impact and the discovery value (policy hybrid), the needy queries it may answer
+-- and the odds it enters each one's top K (top_k_odds), and its expected impact when the refresh policy weighed it
+-- against refreshes; a stored page fetched again (kind refresh) by the refresh policy's value: P(changed since its
+-- last check), its change rate and the level it was pooled at, the impact it carries, the moving share, or the
+-- policy's due rule. `why` says it in words. Other policies show their own parts.
 CREATE OR REPLACE VIEW v_batch_explain AS
-SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.policy, b.priority,
+SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority,
+       CASE WHEN b.kind = 'refresh' THEN 'refresh: ' || (b.parts->>'why')
+            ELSE 'new: ' || b.policy || ' priority ' || round(b.priority, 4)
+                 || coalesce(' (query impact ' || round((b.parts->>'query_impact')::DOUBLE, 4) || ')', '')
+                 || coalesce(', expected impact ' || round((b.parts->>'expected_impact')::DOUBLE, 4), '') END AS why,
        (b.parts->>'query_impact')::DOUBLE AS query_impact,
        (b.parts->>'query_part')::DOUBLE AS query_part,
        (b.parts->>'prestige_impact')::DOUBLE AS prestige_impact,
@@ -107,10 +118,28 @@ SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.policy, b.priority,
        (b.parts->>'discovery_part')::DOUBLE AS discovery_part,
        CAST(b.parts->'needy_queries' AS VARCHAR[]) AS needy_queries,
        CAST(b.parts->'needy_odds' AS DOUBLE[]) AS needy_odds,
+       (b.parts->>'expected_impact')::DOUBLE AS expected_impact,
+       (b.parts->>'p_changed')::DOUBLE AS p_changed,
+       (b.parts->>'change_rate')::DOUBLE AS change_rate,
+       b.parts->>'pooling' AS rate_pooling,
+       (b.parts->>'carried_impact')::DOUBLE AS carried_impact,
+       (b.parts->>'moving_share')::DOUBLE AS moving_share,
        f.in_links, f.pagerank, b.parts
 FROM batches b
 JOIN frontier f USING (url)
 ORDER BY b.fetch_cycle, b.rank;
+
+-- How fresh is each stored page likely to be when the next cycle fetches: when it was last fetched or checked and last
+-- found changed, its checks and the changes they found, its estimated change rate per cycle (Cho & Garcia-Molina's
+-- estimator, pooled over its path group and host while it has few checks: `pooling` names the level that weighs
+-- most), P(changed since its last fetch), and from which cycle the refresh policy would fetch it again and why
+-- (page_freshness in functions.sql, with the refresh settings of the latest cycle's record).
+CREATE OR REPLACE VIEW v_page_freshness AS
+SELECT url, host, checked_cycle AS last_fetched, changed_cycle AS last_changed, checks, changes, change_rate, pooling,
+       p_changed, next_due, overdue, due_rule AS why
+FROM page_freshness((SELECT coalesce(max(cycle), 0) + 1 FROM cycles),
+                    (SELECT settings->'values' FROM cycles WHERE settings IS NOT NULL ORDER BY cycle DESC LIMIT 1))
+ORDER BY p_changed DESC, url;
 
 -- Path groups (url_path_group: origin, first directory, extension) held out of the batches: their URLs answered only
 -- 4xx, path_refusals times or more; one of them is tried again in cycle next_try_cycle.

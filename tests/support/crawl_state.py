@@ -15,9 +15,11 @@ DAY = date(2026, 11, 1)
 
 
 def new_state(tmp_path: Path, policy: str, **overrides: object) -> Settings:
-    """A migrated crawl database under ``tmp_path`` with cycle 1 of ``policy`` running."""
+    """A migrated crawl database under ``tmp_path`` with cycle 1 of ``policy`` running; its batches take new URLs
+    only unless ``refresh_policy`` says otherwise."""
     s = load_settings(overrides={"user_agent": USER_AGENT, "db_path": str(tmp_path / "crawl.duckdb"),
-                                 "data_dir": str(tmp_path / "data"), **overrides}, environ={})
+                                 "data_dir": str(tmp_path / "data"), "refresh_policy": "none", **overrides},
+                      environ={})
     with connect(s) as con:
         migrate(con)
         con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, ?, 'running')",

@@ -8,6 +8,15 @@ staging function as ``"module:function"``, imported only when the policy scores 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+T = TypeVar("T", bound=_Named)  # an entry of a registry
 
 
 @dataclass(frozen=True)
@@ -51,9 +60,14 @@ REGISTRY = (
 NAMES = tuple(p.name for p in REGISTRY)
 
 
+def named(entries: tuple[T, ...], name: str, what: str = "policy") -> T:
+    """The entry of ``entries`` named ``name`` (a ``what``)."""
+    for entry in entries:
+        if entry.name == name:
+            return entry
+    raise ValueError(f"unknown {what} {name!r}; choose one of {', '.join(e.name for e in entries)}")
+
+
 def policy(name: str) -> Policy:
     """The entry named ``name``."""
-    for p in REGISTRY:
-        if p.name == name:
-            return p
-    raise ValueError(f"unknown policy {name!r}; choose one of {', '.join(NAMES)}")
+    return named(REGISTRY, name)

@@ -15,6 +15,7 @@ import duckdb
 
 from crawlcycle.contracts.policies import REGISTRY, Policy, policy
 from crawlcycle.db import check_inputs, execute, run_sql, scalar, statements
+from crawlcycle.ordering import refresh
 from crawlcycle.settings import Settings
 
 Stage = Callable[[duckdb.DuckDBPyConnection, Settings, int], dict[str, object]]
@@ -35,7 +36,7 @@ def stage_eligible(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
 
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
     """Replace the scores of cycle ``cycle`` (``frontier_scores.score_cycle``: they choose the batch of the next
-    cycle's fetch); return URLs scored."""
+    cycle's fetch) and the refresh policy's (``refresh_scores``); return frontier URLs scored."""
     entry = policy(settings.policy)
     stage_eligible(con, settings, cycle)
     stage = stage_function(entry)
@@ -46,6 +47,7 @@ def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     execute(con, f"INSERT INTO frontier_scores (score_cycle, url, priority, parts) SELECT $cycle, url, priority, parts "
                  f"FROM ({select})",
             cycle=cycle, seed=settings.random_seed, **params)
+    refresh.score_refresh(con, settings, cycle)
     return scalar(con, "SELECT count(*) FROM frontier_scores WHERE score_cycle = ?", [cycle])
 
 

@@ -1,13 +1,17 @@
-"""Choose the next batch: top-c by priority, at most ``per_host_cap`` per host, robots-allowed only, from origins
-that answered their latest try; and the origins whose robots.txt the next fetch probes outside the batch."""
+"""Choose the next batch: c URLs, new ones by the ordering policy's priority and stored pages to fetch again by the
+refresh policy (``ordering/refresh.py`` divides the batch between them), at most ``per_host_cap`` per host,
+robots-allowed only, from origins that answered their latest try; and the origins whose robots.txt the next fetch
+probes outside the batch."""
 
 from __future__ import annotations
 
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.refresh_policies import refresh_policy
 from crawlcycle.db import fetch_rows, query, run_sql, staged
 from crawlcycle.fetch.robots import stored_robots
+from crawlcycle.ordering import refresh
 from crawlcycle.settings import Settings
 
 
@@ -33,16 +37,15 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     if blocked.height:
         with staged(con, s_blocked=blocked.select("url")):
             run_sql(con, "pipeline/materialize/disallow_blocked", cycle=cycle)
-    batch = (cand.filter(allowed)
-             .sort(["overflow", "priority", "url"], descending=[False, True, False])
-             .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap)
-             .head(settings.batch_size)
-             .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32)))
-    con.execute("DELETE FROM batches WHERE fetch_cycle = ?", [fetch_cycle])
+    entry = refresh_policy(settings.refresh_policy)
+    new = cand.filter(allowed)
+    if entry.budget == "value":
+        new = refresh.new_impact(con, score_cycle, new)
+    stored = refresh.scored(con, score_cycle)
+    batch = refresh.divide(new, stored.filter(robots_filter(con, settings, stored)), entry, settings)
     with staged(con, s_batch=batch):
-        con.execute("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority, parts) "
-                    "SELECT ?, ?, url, host, rank, ?, priority, parts FROM s_batch",
-                    [fetch_cycle, score_cycle, settings.policy])
+        run_sql(con, "pipeline/materialize/write_batch", fetch_cycle=fetch_cycle, score_cycle=score_cycle,
+                policy=settings.policy, refresh_policy=entry.name)
     run_sql(con, "pipeline/materialize/choose_probes", score_cycle=score_cycle, fetch_cycle=fetch_cycle,
             origin_probes=settings.origin_probes)
     return batch

@@ -139,6 +139,36 @@ def _slots_plot(cycles: list[dict]) -> str:
                                  "try (by reason)", svg_charts.render([panel]))
 
 
+def refresh_counts(cycles: list[dict]) -> dict[str, dict[int, int]]:
+    """What each cycle's refreshes found, by kind: ``not modified``, ``changed``, ``left the index`` and ``unchanged or
+    failed`` (the rest) -> cycle -> refreshes (cycles without figures left out)."""
+    out: dict[str, dict[int, int]] = {k: {} for k in ("not modified", "changed", "left the index",
+                                                      "unchanged or failed")}
+    for c in cycles:
+        if c.get("refreshes") is None:
+            continue
+        found = {"not modified": c["checks_not_modified"], "changed": c["checks_changed"],
+                 "left the index": c["checks_gone"]}
+        for kind, n in {**found, "unchanged or failed": c["refreshes"] - sum(found.values())}.items():
+            out[kind][c["cycle"]] = n
+    return out
+
+
+def _freshness_plot(cycles: list[dict]) -> str:
+    xs = [c["cycle"] for c in cycles]
+    shares = [Line(label, xs, [c.get(col) for c in cycles], markers=True)
+              for col, label in (("est_freshness", "estimated freshness"),
+                                 ("next_refresh_share", "refresh share of the next batch"))]
+    found = refresh_counts(cycles)
+    panels = [Panel(lines=shares, title="freshness of the index", xlabel="cycle", xticks=xs, ylim=(0.0, 1.0)),
+              Panel(bars=[Bars(kind, by_cycle) for kind, by_cycle in found.items()], title="what the refreshes found",
+                    xlabel="cycle", xticks=xs, integer_y=True,
+                    note="" if any(v for by_cycle in found.values() for v in by_cycle.values()) else "no refreshes")]
+    return _figure("plot-freshness", "Estimated freshness of the index (mean P(unchanged) over indexed pages) and the "
+                                     "refresh share of the batch each cycle chose; what each cycle's refreshes found",
+                   svg_charts.render(panels))
+
+
 def _curves_plot(sim: Simulation) -> str:
     longest = max(sim.curves.values(), key=lambda c: c.height)
     lines = [Line("ideal", longest["fraction"].to_list(), longest["ideal"].to_list(), color="black", dashed=True)]
@@ -184,6 +214,10 @@ _ENGAGEMENT_COLUMNS = [("cycle", "cycle"), ("policy", "policy"), ("needy_queries
                        ("sketch_frontier_pages", "frontier pages in sketches"),
                        ("batch_query_share", "next batch: % of URLs with query impact"),
                        ("batch_query_mass", "next batch: % of priority from queries")]
+# How fresh each cycle kept the index; shares shown in per cent.
+_FRESHNESS_COLUMNS = [("cycle", "cycle"), ("refreshes", "refreshes"), ("checks_not_modified", "not modified (304)"),
+                      ("checks_changed", "changed"), ("checks_gone", "left the index"),
+                      ("est_freshness", "estimated freshness %"), ("next_refresh_share", "next batch: % refreshes")]
 _SLOT_COLUMNS = [("cycle", "cycle"), ("batch_size", "slots"), ("slots_fetched", "pages"),
                  ("slots_failed", "without a page"), ("slots_skipped", "not tried"),
                  ("slots_unanswered", "to origins that did not answer"), ("waste_share", "waste %"),
@@ -242,6 +276,12 @@ def slots_row(c: dict) -> dict:
             "waste_share": None if c.get("waste_share") is None else round(100 * c["waste_share"], 1)}
 
 
+def freshness_row(c: dict) -> dict:
+    """A cycle's freshness figures as the page shows them: shares in per cent (one decimal)."""
+    pct = {k: None if c.get(k) is None else round(100 * c[k], 1) for k in ("est_freshness", "next_refresh_share")}
+    return {**{k: c.get(k) for k, _ in _FRESHNESS_COLUMNS}, **pct}
+
+
 def engagement_row(c: dict) -> dict:
     """A cycle's engagement figures as the page shows them: shares in per cent (one decimal)."""
     pct = {k: None if c.get(k) is None else round(100 * c[k], 1) for k in ("batch_query_share", "batch_query_mass")}
@@ -279,6 +319,8 @@ def _crawl_sections(snapshot: dict) -> list[str]:
              ("next_batch", "next batch", latest.get("next_batch")),
              ("waste", "slots without a page", None if latest.get("waste_share") is None
               else f"{100 * latest['waste_share']:.1f} %"),
+             ("freshness", "estimated freshness", None if latest.get("est_freshness") is None
+              else f"{100 * latest['est_freshness']:.1f} %"),
              ("gates", "gate checks passed", f"{passed}/{checks}")]
     card_html = "".join(f'<div class="card{" bad" if key == "gates" and passed < checks else ""}" data-card="{key}">'
                         f"{html.escape(label)}<b>{html.escape(fmt(value))}</b></div>" for key, label, value in cards)
@@ -298,6 +340,13 @@ def _crawl_sections(snapshot: dict) -> list[str]:
            "and in the batch the cycle chose the URLs with query-based impact and the priority that came from "
            "queries; – where the policy has no such part.</p>",
            _table("engagement", _ENGAGEMENT_COLUMNS, [engagement_row(c) for c in t["cycles"]], key="cycle"),
+           "<h3>Freshness</h3><p>How fresh each cycle kept the index: the stored pages its batch fetched again "
+           "(refreshes) and what their checks found (not modified: a 304 to the conditional request; changed: the "
+           "main text differs; left the index: gone or now redirecting), the estimated freshness of the index it "
+           "left (the mean over indexed pages of the chance that the page has not changed since it was last fetched, "
+           "from each page's estimated change rate), and the share of refreshes in the batch it chose.</p>",
+           _freshness_plot(t["cycles"]),
+           _table("freshness", _FRESHNESS_COLUMNS, [freshness_row(c) for c in t["cycles"]], key="cycle"),
            "<h3>Fetch errors by class</h3>",
            _table("fetch-errors", [("cycle", "cycle"), ("error_class", "class"), ("urls", "URLs")], t["fetch_errors"]),
            "<h3>Quality gates</h3>",
@@ -310,11 +359,13 @@ def _crawl_sections(snapshot: dict) -> list[str]:
     batch = t["batch"]
     batch_cycle = f"cycle {batch[0]['fetch_cycle']}" if batch else "the next cycle"
     rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items()
-                                   if k not in ("needy_queries", "needy_odds")}} for b in batch]
-    out += [f'<h2>Batch of {batch_cycle}</h2><p>{len(batch)} URLs in fetch order, with the parts of each '
-            "priority and the needy queries the URL may answer, each with the odds it enters that query's top K.</p>",
-            '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("policy", "policy"),
-                                                     ("priority", "priority"), ("parts", "parts"),
+                                   if k not in ("needy_queries", "needy_odds", "why")}} for b in batch]
+    out += [f'<h2>Batch of {batch_cycle}</h2><p>{len(batch)} URLs in fetch order: new URLs by the ordering '
+            "policy's priority, with its parts and the needy queries the URL may answer, each with the odds it enters "
+            "that query's top K; refreshes (stored pages fetched again) by the refresh policy's value, with why.</p>",
+            '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("kind", "kind"),
+                                                     ("policy", "policy"), ("priority", "priority"),
+                                                     ("why", "why"), ("parts", "parts"),
                                                      ("needy_queries", "needy queries (odds)"),
                                                      ("in_links", "in-links"), ("pagerank", "PageRank")],
                                    rows, key="rank"), "</div>",

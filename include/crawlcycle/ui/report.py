@@ -22,6 +22,24 @@ HEAD_ROWS = 10  # rows of the needy queries, the next batch and the held origins
 WASTE = ["slots_fetched", "slots_failed", "slots_skipped", "slots_unanswered", "waste_share", "probes",
          "untested_slots"]
 
+# How fresh the index is kept (v_cycle_summary; docs/explanation/refresh.md).
+FRESHNESS = ["refreshes", "checks_not_modified", "checks_changed", "checks_gone", "est_freshness",
+             "next_refresh_share"]
+
+
+def percent(share: float | None) -> str:
+    return "–" if share is None else f"{100 * share:.1f} %"
+
+
+def freshness_text(row: dict) -> str:
+    """A cycle's refreshes in words: what their checks found, the estimated freshness of the index it leaves and the
+    refresh share of the batch it chose."""
+    if row["refreshes"] is None:
+        return "–"
+    return (f"{row['refreshes']} refreshes in the batch: {row['checks_not_modified']} not modified (304), "
+            f"{row['checks_changed']} changed, {row['checks_gone']} left the index; estimated freshness "
+            f"{percent(row['est_freshness'])}; the batch it chose: {percent(row['next_refresh_share'])} refreshes")
+
 
 def waste_text(row: dict) -> str:
     """A cycle's batch slots in words: pages, tries without a page and slots not tried, by class."""
@@ -46,13 +64,10 @@ def engagement_text(row: dict) -> str:
     def count(value: int | None) -> str:
         return "–" if value is None else str(value)
 
-    def share(value: float | None) -> str:
-        return "–" if value is None else f"{100 * value:.1f} %"
-
     return (f"needy queries {count(row['needy_queries'])}, with frontier candidates "
             f"{count(row['needy_with_candidates'])}, frontier pages in sketches {count(row['sketch_frontier_pages'])}, "
-            f"next batch: URLs with query impact {share(row['batch_query_share'])}, priority mass from queries "
-            f"{share(row['batch_query_mass'])}")
+            f"next batch: URLs with query impact {percent(row['batch_query_share'])}, priority mass from queries "
+            f"{percent(row['batch_query_mass'])}")
 
 
 def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> str:
@@ -71,7 +86,7 @@ def cycle_summary(settings: Settings) -> pl.DataFrame:
     parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
     timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
     gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
-    return summary.select(COLUMNS + WASTE + ENGAGEMENT).with_columns(
+    return summary.select(COLUMNS + WASTE + ENGAGEMENT + FRESHNESS).with_columns(
         stage_seconds=pl.Series(timing, dtype=pl.String), gates=pl.Series(gates, dtype=pl.String),
         run_id=stages["run_id"], stage_json=stages["stage_seconds"])
 
@@ -120,7 +135,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
     needy, batch, held = steering(settings)
     runs, no_airflow = airflow_runs(df, airflow_metadata)
     with _whole_frames(80):
-        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT))
+        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT, *FRESHNESS))
         if no_airflow:
             print(no_airflow)
         for row in df.iter_rows(named=True):
@@ -131,6 +146,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
                 print(f"cycle {row['cycle']} Airflow overhead: " + (run.line() if run else NOT_AIRFLOW))
             print(f"cycle {row['cycle']} batch slots: {waste_text(row)}")
             print(f"cycle {row['cycle']} query engagement ({row['policy']}): {engagement_text(row)}")
+            print(f"cycle {row['cycle']} freshness: {freshness_text(row)}")
         if runs:
             print(f"Airflow tasks of cycle {max(runs)}, seconds (start_up: process fork, DAG parse, imports, "
                   "opening DuckDB, reporting back):")

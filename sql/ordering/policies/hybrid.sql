@@ -3,14 +3,15 @@
 -- divides by the largest value (0 stays 0), 'rank' takes the percent rank (ties share one). Query-based impact
 -- (expected: frequency x top-K odds), the needy queries behind it and their odds come from s_impact, the discovery
 -- value (learned + opening) from s_discovery (crawlcycle.ordering.hybrid); prestige-based impact is the quadratic
--- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0.
+-- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0. The
+-- parts keep each impact in its raw units (query frequency x top-K slots) and their mix by the same weights,
+-- expected_impact, which the refresh policy impact weighs refreshes against (ordering/refresh/new_impact).
 -- inputs: s_discovery, s_impact
 WITH raw AS (
     SELECT e.url, coalesce(i.query_impact, 0) AS query_impact, coalesce(i.queries, []) AS queries,
            coalesce(i.odds, []) AS odds, coalesce(d.learned, 0) AS learned, coalesce(d.opening, 0) AS opening,
            coalesce(d.learned + d.opening, 0) AS discovery,
-           greatest(0, $b0 + $b1 * x.pr + $b2 * e.in_links + $b11 * x.pr * x.pr + $b12 * x.pr * e.in_links
-                       + $b22 * e.in_links * e.in_links) AS prestige_impact
+           prestige_impact(x.pr, e.in_links, $b0, $b1, $b2, $b11, $b12, $b22) AS prestige_impact
     FROM eligible e
     CROSS JOIN (SELECT count(*) AS known FROM frontier) n
     CROSS JOIN LATERAL (SELECT e.pagerank * n.known AS pr) x
@@ -33,5 +34,8 @@ SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part
                    'query_part', round(query_part, 9), 'prestige_part', round(prestige_part, 9),
                    'discovery_learned', learned, 'discovery_opening', opening,
                    'discovery_part', round(discovery_part, 9),
+                   'expected_impact', round(($query_weight * query_impact + $prestige_weight * prestige_impact
+                                             + $discovery_weight * discovery)
+                                            / ($query_weight + $prestige_weight + $discovery_weight), 9),
                    'needy_queries', queries, 'needy_odds', odds) AS parts
 FROM scaled;

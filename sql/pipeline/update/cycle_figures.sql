@@ -1,6 +1,12 @@
--- Per-cycle figures after the update of cycle $cycle.
+-- Per-cycle figures after the update of cycle $cycle; of its refreshes: the batch's stored pages fetched again, and of
+-- their checks those answered 304, those that found the main text changed, and those after which the page left the
+-- index (gone, or now redirecting).
 UPDATE cycles SET
     batch_size = (SELECT count(*) FROM batches WHERE fetch_cycle = $cycle),
+    refreshes = (SELECT count(*) FROM batches WHERE fetch_cycle = $cycle AND kind = 'refresh'),
+    checks_not_modified = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'not_modified'),
+    checks_changed = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'changed'),
+    checks_gone = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome IN ('gone', 'moved')),
     fetched = (SELECT count(*) FROM pages WHERE cycle = $cycle),
     errors = (SELECT count(*) FROM fetch_log WHERE cycle = $cycle AND error_class IS NOT NULL),
     new_urls = (SELECT count(*) FROM frontier WHERE first_seen_cycle = $cycle),

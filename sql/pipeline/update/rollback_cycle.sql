@@ -33,3 +33,4 @@ DELETE FROM model_runs WHERE cycle = $cycle;
 DELETE FROM frontier_scores WHERE score_cycle = $cycle;
 DELETE FROM batches WHERE score_cycle = $cycle;
 DELETE FROM probes WHERE score_cycle = $cycle;
+DELETE FROM refresh_scores WHERE score_cycle = $cycle;

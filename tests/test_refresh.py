@@ -1,0 +1,381 @@
+"""Refreshes: the change-rate estimate, the refresh policies' choices and the batch divided between new URLs and stored
+pages fetched again, on crawl states built by hand in real DuckDB files (page_checks rows written as a fetch's update
+would)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from crawlcycle.contracts.refresh_policies import NAMES, REGISTRY
+from crawlcycle.db import SQL_DIR, connect, run_sql, statements
+from crawlcycle.ordering import refresh, registry
+from crawlcycle.pipeline import update
+from crawlcycle.pipeline.materialize import materialize
+from crawlcycle.settings import Settings, load_settings
+from crawlcycle.ui.report import print_report
+from tests.support.crawl_state import DAY, add_urls, new_state
+from tests.support.demo import USER_AGENT
+
+NOW = 20  # the cycle whose score and materialize stages choose the batch of cycle NOW + 1
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def state(tmp_path: Path, refresh_policy: str, **overrides: object) -> Settings:
+    """A crawl state scored by bfs (new URLs in discovery order) at cycle NOW, under ``refresh_policy``."""
+    s = replace(new_state(tmp_path, "bfs", refresh_policy=refresh_policy,
+                          **{"batch_size": 4, "per_host_cap": 10, **overrides}), policy="bfs")
+    with connect(s) as con:
+        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status, settings) "
+                    "VALUES (?, ?, 'bfs', 'running', ?)", [NOW, DAY + timedelta(days=NOW - 1), json.dumps(s.record())])
+    return s
+
+
+def stored(con: duckdb.DuckDBPyConnection, url: str, since: int, checks: tuple[bool, ...] = (), gap: int = 1) -> None:
+    """A fetched page last fetched or checked ``since`` cycles before the next fetch (cycle NOW + 1), after
+    ``checks`` (True: it had changed) ``gap`` cycles apart."""
+    checked, host = NOW + 1 - since, url.split("/")[2]
+    add_urls(con, [url])
+    con.execute("INSERT INTO pages (url, host, cycle, status, title, text, content_hash, checked_cycle, changed_cycle) "
+                "VALUES (?, ?, ?, 200, 'a page', 'its text', ?, ?, ?)",
+                [url, host, checked - gap * len(checks), url, checked, checked])
+    con.execute("UPDATE frontier SET status = 'fetched', status_cycle = ? WHERE url = ?", [checked, url])
+    for c, changed in zip(range(checked - gap * (len(checks) - 1), checked + 1, gap), checks, strict=True):
+        con.execute("INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed) "
+                    "VALUES (?, ?, ?, ?, 200, ?, ?)", [c, url, host, "changed" if changed else "unchanged", c - gap,
+                                                       changed])
+
+
+def new(con: duckdb.DuckDBPyConnection, url: str, pagerank: float = 0.0) -> None:
+    """A frontier URL not fetched yet, whose expected impact is its prestige-based impact: with no fit yet, its
+    PageRank x the URLs known."""
+    add_urls(con, [url])
+    con.execute("UPDATE frontier SET pagerank = ? WHERE url = ?", [pagerank, url])
+    # its path group gave a page before: its URLs take slots as any proven origin's
+    con.execute("INSERT INTO path_yield VALUES (1, url_path_group(?), 1, 1, 0, NULL, 0, NULL) ON CONFLICT DO NOTHING",
+                [url])
+
+
+def shown(con: duckdb.DuckDBPyConnection, query: str, frequency: float, urls: list[str], cycle: int = NOW) -> None:
+    """``query`` asked ``frequency`` times in cycle ``cycle``'s partition, its reference top K ``urls``."""
+    con.execute("INSERT INTO query_log (partition, query, frequency) SELECT interval_start, ?, ? FROM cycles "
+                "WHERE cycle = ?", [query, frequency, cycle])
+    con.executemany("INSERT INTO query_results VALUES (?, ?, ?, ?, 1.0, 'reference')",
+                    [(cycle, query, rank, url) for rank, url in enumerate(urls, 1)])
+
+
+def choose(s: Settings) -> pl.DataFrame:
+    """The batch of cycle NOW + 1 as the score and materialize stages of cycle NOW choose it."""
+    with connect(s) as con:
+        registry.score_frontier(con, s, NOW)
+        materialize(con, s, NOW)
+        return con.sql("SELECT url, kind, rank, why, p_changed, change_rate, rate_pooling, carried_impact, "
+                       "moving_share, expected_impact FROM v_batch_explain WHERE fetch_cycle = ? ORDER BY rank",
+                       params=[NOW + 1]).pl()
+
+
+def freshness(s: Settings) -> dict[str, dict]:
+    with connect(s) as con:
+        rows = con.sql("SELECT * FROM page_freshness(?, ?::JSON)",
+                       params=[NOW + 1, json.dumps(s.section("refresh"))]).pl()
+    return {r["url"]: r for r in rows.iter_rows(named=True)}
+
+
+# -- the change-rate estimate ----------------------------------------------------------------------------------------
+
+
+def test_the_estimator_gives_cho_and_garcia_molina_s_rate_per_cycle(tmp_path: Path) -> None:
+    with connect(state(tmp_path, "impact")) as con:
+        def rate(n: int, x: int, gap: float) -> float:
+            return con.execute("SELECT change_rate(?, ?, ?)", [n, x, gap]).fetchall()[0][0]
+
+        assert rate(10, 3, 1) == pytest.approx(-math.log(7.5 / 10.5))  # 0.336 changes per check interval
+        assert rate(10, 3, 2) == pytest.approx(-math.log(7.5 / 10.5) / 2)  # per cycle: checks two cycles apart
+        assert rate(4, 4, 1) == pytest.approx(math.log(9))  # every check found a change: finite, ln(2n + 1)
+        assert rate(5, 0, 3) == 0
+
+
+def test_a_page_s_rate_is_pooled_over_its_path_group_and_host_while_it_has_few_checks(tmp_path: Path) -> None:
+    s = state(tmp_path, "impact", refresh_prior_weight=4.0, change_rate_prior=0.1)
+    with connect(s) as con:
+        stored(con, "http://a.test/docs/many", 2, (True, False) * 5)          # 10 checks of its own
+        stored(con, "http://a.test/docs/two", 2, (True, True), gap=2)        # 2 checks, 2 cycles apart
+        stored(con, "http://a.test/docs/none", 3)                            # a group with 12 checks
+        stored(con, "http://a.test/blog/none", 3)                            # only the host's 12 checks
+        stored(con, "http://b.test/none", 4)                                 # nothing: the prior
+    f = freshness(s)
+    w, prior = 4.0, 0.1
+
+    def pooled(n: int, x: int, gap: float, above: float) -> float:
+        return (n * -math.log((n - x + 0.5) / (n + 0.5)) / gap + w * above) / (n + w)
+
+    host = pooled(12, 7, 14 / 12, prior)  # the host's checks: ten 1 apart, two 2 apart
+    group = pooled(12, 7, 14 / 12, host)  # the same checks: one path group
+    assert f["http://a.test/docs/many"]["change_rate"] == pytest.approx(pooled(10, 5, 1, group))
+    assert f["http://a.test/docs/two"]["change_rate"] == pytest.approx(pooled(2, 2, 2, group))
+    assert f["http://a.test/docs/none"]["change_rate"] == pytest.approx(group)
+    assert f["http://a.test/blog/none"]["change_rate"] == pytest.approx(pooled(0, 0, 1, host))
+    assert f["http://b.test/none"]["change_rate"] == pytest.approx(prior)
+    assert {u: r["pooling"] for u, r in f.items()} == {
+        "http://a.test/docs/many": "page", "http://a.test/docs/two": "path_group",
+        "http://a.test/docs/none": "path_group", "http://a.test/blog/none": "host", "http://b.test/none": "prior"}
+    # P(changed) grows with the cycles since the last check
+    assert f["http://b.test/none"]["p_changed"] == pytest.approx(1 - math.exp(-prior * 4))
+    assert (f["http://b.test/none"]["checks"], f["http://a.test/docs/many"]["checks"],
+            f["http://a.test/docs/many"]["changes"]) == (0, 10, 5)
+
+
+def test_v_page_freshness_reads_the_refresh_settings_of_the_latest_cycle(tmp_path: Path) -> None:
+    s = state(tmp_path, "fixed", fixed_revisit_cycles=5)
+    with connect(s) as con:
+        stored(con, "http://a.test/p", 3, (False, True))
+        row = con.sql("SELECT * FROM v_page_freshness").pl().row(0, named=True)
+    assert (row["last_fetched"], row["last_changed"], row["checks"], row["changes"]) == (NOW - 2, NOW - 2, 2, 1)
+    assert row["next_due"] == NOW - 2 + 5 and row["why"] == "every 5 cycles (fixed)"
+    assert row["p_changed"] == pytest.approx(1 - math.exp(-row["change_rate"] * 3))
+
+
+def test_the_moving_share_is_learned_from_changed_pages_that_left_or_entered_a_top_k(tmp_path: Path) -> None:
+    s = state(tmp_path, "impact", moving_share_prior=0.2, refresh_prior_weight=4.0)
+    with connect(s) as con:
+        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (5, ?, 'bfs', 'done'), "
+                    "(6, ?, 'bfs', 'done')", [DAY + timedelta(days=4), DAY + timedelta(days=5)])
+        stored(con, "http://a.test/moved", NOW - 5, (True,))     # checked in cycle 6 (and changed)
+        stored(con, "http://a.test/stayed", NOW - 5, (True,))
+        stored(con, "http://a.test/same", NOW - 5, (False,))     # unchanged: not counted
+        shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
+        shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((1 + 4 * 0.2) / (2 + 4))
+        # no change seen yet: the prior
+        assert refresh.moving_share(con, s, 5) == pytest.approx(0.2)
+
+
+# -- the rivals --------------------------------------------------------------------------------------------------------
+
+
+def test_fixed_refreshes_only_the_pages_due_every_n_cycles_and_first(tmp_path: Path) -> None:
+    s = state(tmp_path, "fixed", fixed_revisit_cycles=5, batch_size=6)
+    with connect(s) as con:
+        for since in (3, 5, 7):
+            stored(con, f"http://a.test/since-{since}", since)
+        for i in range(2):
+            new(con, f"http://b.test/new-{i}")
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/since-7", "http://a.test/since-5", "http://b.test/new-0",
+                                      "http://b.test/new-1"]  # slots left empty: nothing else is due
+    assert batch["kind"].to_list() == ["refresh", "refresh", "new", "new"]
+    assert batch["why"][0] == "refresh: due: every 5 cycles (fixed), checked 7 cycles ago"
+
+
+def test_adaptive_lengthens_the_interval_after_unmodified_checks_and_shortens_it_after_modified(
+        tmp_path: Path) -> None:
+    s = state(tmp_path, "adaptive", fixed_revisit_cycles=10, min_revisit_cycles=1, max_revisit_cycles=90)
+    with connect(s) as con:
+        stored(con, "http://a.test/steady", 8, (False, False))        # 10 x 1.4^2 = 19.6
+        stored(con, "http://a.test/busy", 8, (True, True))            # 10 x 0.8^2 = 6.4
+        stored(con, "http://a.test/hectic", 8, (True,) * 12)          # 10 x 0.8^12 < 1: min_revisit_cycles
+        stored(con, "http://a.test/still", 8, (False,) * 20)          # 10 x 1.4^20 > 90: max_revisit_cycles
+        stored(con, "http://a.test/new-page", 8)                      # no check yet: fixed_revisit_cycles
+    f = freshness(s)
+    assert {u.rsplit("/", 1)[1]: r["adaptive_interval"] for u, r in f.items()} == pytest.approx(
+        {"steady": 19.6, "busy": 6.4, "hectic": 1.0, "still": 90.0, "new-page": 10.0})
+    assert f["http://a.test/busy"]["next_due"] == NOW + 1 - 8 + 7
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/hectic", "http://a.test/busy"]  # most overdue for its interval
+
+
+def test_uniform_takes_its_budget_oldest_check_first_and_fills_what_new_urls_leave(tmp_path: Path) -> None:
+    s = state(tmp_path, "uniform", refresh_budget=0.5, batch_size=4)
+    with connect(s) as con:
+        for since in (2, 9, 4):
+            stored(con, f"http://a.test/since-{since}", since, (True,) * since)
+        for i in range(3):
+            new(con, f"http://b.test/new-{i}")
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/since-9", "http://a.test/since-4", "http://b.test/new-0",
+                                      "http://b.test/new-1"]
+    with connect(s) as con:
+        con.execute("UPDATE frontier SET status = 'gone' WHERE url LIKE 'http://b.test/%'")
+    assert choose(s)["url"].to_list() == ["http://a.test/since-9", "http://a.test/since-4", "http://a.test/since-2"]
+
+
+def test_proportional_orders_by_rate_times_cycles_since_the_check(tmp_path: Path) -> None:
+    s = state(tmp_path, "proportional", refresh_budget=0.25, batch_size=4, refresh_prior_weight=0.01)
+    with connect(s) as con:
+        stored(con, "http://fast.test/p", 2, (True, True, True))        # ln 7 a cycle, 2 cycles ago
+        stored(con, "http://slow.test/p", 6, (False,) * 4)              # none seen, 6 cycles ago
+        new(con, "http://b.test/new-0")
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://fast.test/p", "http://b.test/new-0", "http://slow.test/p"]
+    assert batch["change_rate"][0] == pytest.approx(math.log(7), rel=1e-2)
+    assert batch["why"][0].startswith("refresh: rate 1.94")
+
+
+def test_user_centric_spends_a_fixed_budget_by_p_changed_times_carried_impact(tmp_path: Path) -> None:
+    s = state(tmp_path, "user_centric", refresh_budget=0.25, batch_size=4)
+    with connect(s) as con:
+        for name in ("top", "second", "third"):
+            stored(con, f"http://a.test/{name}", 5, (True, True))
+        shown(con, "q", 100, ["http://a.test/third", "http://a.test/top"])
+        shown(con, "r", 300, ["http://a.test/top"])
+        for i in range(3):
+            new(con, f"http://b.test/new-{i}")
+    batch = choose(s)
+    # one refresh slot (a quarter of 4), however much the stored pages carry
+    assert batch["url"].to_list() == ["http://a.test/top", "http://b.test/new-0", "http://b.test/new-1",
+                                      "http://b.test/new-2"]
+    w2 = 10 * 2 ** -1.5 / sum(i ** -1.5 for i in range(1, 11))  # rank 2 of a top 10
+    assert batch["carried_impact"][0] == pytest.approx(100 * w2 + 300 * 10 / sum(i ** -1.5 for i in range(1, 11)))
+
+
+# -- impact: one batch divided by value -----------------------------------------------------------------------------
+
+
+def impact_state(tmp_path: Path, **overrides: object) -> Settings:
+    """Two stored pages, one carrying much impact and changing often, one static; two new URLs, one strong, one
+    weak (their expected impact: PageRank x the 6 known URLs)."""
+    s = state(tmp_path, "impact", **{"batch_size": 2, **overrides})
+    with connect(s) as con:
+        stored(con, "http://a.test/hot", 2, (True,) * 6)
+        stored(con, "http://a.test/static", 2, (False,) * 6)
+        stored(con, "http://a.test/quiet", 2)
+        stored(con, "http://a.test/unseen", 2)
+        shown(con, "q", 50, ["http://a.test/hot", "http://a.test/static"])
+        new(con, "http://b.test/strong", pagerank=5.0)   # expected impact 30
+        new(con, "http://b.test/weak", pagerank=0.05)    # expected impact 0.3
+    return s
+
+
+def test_impact_refreshes_a_changing_page_with_impact_before_a_weak_new_url_and_takes_a_strong_new_url_before_a_static_page(  # noqa: E501
+        tmp_path: Path) -> None:
+    batch = choose(impact_state(tmp_path))
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://b.test/strong"]
+    hot, strong = batch.row(0, named=True), batch.row(1, named=True)
+    assert hot["kind"] == "refresh" and strong["kind"] == "new"
+    assert strong["expected_impact"] == pytest.approx(30.0)
+    assert hot["rate_pooling"] == "page" and hot["moving_share"] == pytest.approx(0.5)
+    assert re.fullmatch(r"refresh: P\(changed\) 0\.9\d+ \(rate [\d.]+/cycle by page\) x carried impact [\d.]+ x "
+                        r"moving share 0\.5", hot["why"]), hot["why"]
+    assert strong["why"].startswith("new: bfs priority -") and strong["why"].endswith(", expected impact 30.0")
+
+
+def test_the_split_follows_the_values(tmp_path: Path) -> None:
+    s = impact_state(tmp_path)
+    with connect(s) as con:  # the hot page as static as the other and shown nowhere: the weak new URL beats both
+        con.execute("UPDATE page_checks SET changed = false, outcome = 'unchanged'")
+        con.execute("DELETE FROM query_results WHERE url = 'http://a.test/hot'")
+    assert choose(s)["url"].to_list() == ["http://b.test/strong", "http://b.test/weak"]
+
+
+def test_the_floor_and_cap_of_the_refresh_share_hold(tmp_path: Path) -> None:
+    capped = choose(impact_state(tmp_path / "cap", batch_size=4, refresh_share_max=0.25))
+    assert capped["kind"].to_list().count("refresh") == 1  # the hot page alone, though the static one beats weak
+    floored = choose(impact_state(tmp_path / "floor", batch_size=4, refresh_share_min=0.75))
+    assert floored["kind"].to_list().count("refresh") == 3
+    assert floored.filter(pl.col("kind") == "new")["url"].to_list() == ["http://b.test/strong"]
+
+
+def test_the_per_host_cap_holds_for_new_urls_and_refreshes_together(tmp_path: Path) -> None:
+    s = impact_state(tmp_path, batch_size=6, per_host_cap=2)
+    with connect(s) as con:
+        new(con, "http://a.test/new-page", pagerank=1.0)  # worth less than the two refreshes of its host
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://b.test/strong", "http://a.test/static",
+                                      "http://b.test/weak"]
+
+
+def test_a_cycle_s_rollback_removes_its_refresh_scores(tmp_path: Path) -> None:
+    s = impact_state(tmp_path)
+    with connect(s) as con:
+        registry.score_frontier(con, s, NOW)
+        registry.score_frontier(con, s, NOW - 1)
+        assert con.execute("SELECT count(*) FROM refresh_scores WHERE score_cycle = ?", [NOW]).fetchall()[0][0] == 4
+        update.merge_shards(con, s, NOW, [])  # the update stage of cycle NOW again, here with no shard output
+        assert con.execute("SELECT DISTINCT score_cycle FROM refresh_scores").fetchall() == [(NOW - 1,)]
+
+
+def test_refresh_policy_none_leaves_the_batch_to_new_urls(tmp_path: Path) -> None:
+    s = state(tmp_path, "none")
+    with connect(s) as con:
+        stored(con, "http://a.test/old", 80, (True,) * 3)
+        new(con, "http://b.test/new-0")
+    assert choose(s)["url"].to_list() == ["http://b.test/new-0"]
+
+
+# -- cycle figures -----------------------------------------------------------------------------------------------------
+
+
+def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estimate_freshness(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    s = state(tmp_path, "impact", change_rate_prior=0.2, refresh_prior_weight=1.0)
+    with connect(s) as con:
+        stored(con, "http://a.test/fresh", 1, (False,))  # checked in cycle NOW
+        stored(con, "http://a.test/old", 4)
+        stored(con, "http://a.test/unindexed", 4)
+        con.execute("INSERT INTO posting_docs VALUES (1, 'http://a.test/fresh', 1, 1), (2, 'http://a.test/old', 1, 1)")
+        con.executemany("INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed) "
+                        "VALUES (?, ?, 'a.test', ?, ?, ?, ?)",
+                        [(NOW, "http://a.test/304", "not_modified", 304, 3, False),
+                         (NOW, "http://a.test/gone", "gone", 404, 3, None),
+                         (NOW, "http://a.test/moved", "moved", 301, 3, None),
+                         (NOW, "http://a.test/changed", "changed", 200, 3, True)])
+        con.executemany("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority, kind) "
+                        "VALUES (?, ?, ?, 'a.test', ?, 'x', 0, ?)",
+                        [(NOW, NOW - 1, "http://a.test/304", 1, "refresh"), (NOW, NOW - 1, "http://a.test/n", 2, "new"),
+                         (NOW + 1, NOW, "http://a.test/r", 1, "refresh"),
+                         (NOW + 1, NOW, "http://a.test/m", 2, "new"), (NOW + 1, NOW, "http://a.test/o", 3, "new")])
+        run_sql(con, "pipeline/update/cycle_figures", cycle=NOW)
+        run_sql(con, "pipeline/stages/close_cycle", cycle=NOW)
+        row = con.sql("SELECT * FROM v_cycle_summary WHERE cycle = ?", params=[NOW]).pl().row(0, named=True)
+        rate_old = con.execute("SELECT change_rate FROM page_freshness(?, ?::JSON) WHERE url = 'http://a.test/old'",
+                               [NOW, json.dumps(s.section("refresh"))]).fetchall()[0][0]
+    assert (row["refreshes"], row["checks_not_modified"], row["checks_changed"], row["checks_gone"]) == (1, 1, 1, 2)
+    assert row["est_freshness"] == pytest.approx((1 + math.exp(-rate_old * 3)) / 2)  # the fresh page: 0 cycles
+    assert row["next_refresh_share"] == pytest.approx(1 / 3)
+    print_report(s)
+    assert (f"cycle {NOW} freshness: 1 refreshes in the batch: 1 not modified (304), 1 changed, 2 left the index; "
+            f"estimated freshness {100 * row['est_freshness']:.1f} %; the batch it chose: 33.3 % refreshes"
+            ) in capsys.readouterr().out.splitlines()
+
+
+# -- the registry ------------------------------------------------------------------------------------------------------
+
+
+def test_every_refresh_policy_but_none_has_one_sql_statement_and_every_sql_file_an_entry() -> None:
+    folder = SQL_DIR / "ordering" / "refresh" / "policies"
+    assert sorted(p.stem for p in folder.glob("*.sql")) == sorted(p.name for p in REGISTRY if p.sql)
+    assert [p.name for p in REGISTRY if not p.sql] == ["none"]
+    for entry in REGISTRY:
+        if entry.sql:
+            assert len(statements(entry.sql)) == 1, entry.name
+
+
+def test_the_readme_refresh_table_lists_exactly_the_registry_s_policies() -> None:
+    section = README.split("## Refresh policies", 1)[1].split("\n#", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", section, flags=re.MULTILINE)
+    assert rows == [(p.name, p.description) for p in REGISTRY]
+
+
+def test_the_refresh_settings_take_the_registry_s_policies_and_say_what_is_wrong() -> None:
+    base = {"user_agent": USER_AGENT}
+    for name in NAMES:
+        assert load_settings(overrides={**base, "refresh_policy": name}, environ={}).refresh_policy == name
+    for overrides, message in (
+            ({"refresh_policy": "lru"}, f"setting refresh_policy: choose one of {', '.join(NAMES)}, got 'lru'"),
+            ({"min_revisit_cycles": 5, "max_revisit_cycles": 4}, "setting max_revisit_cycles: must be >= "
+                                                                 "min_revisit_cycles (5), got 4"),
+            ({"fixed_revisit_cycles": 100}, "setting fixed_revisit_cycles: must lie in [min_revisit_cycles, "
+                                            "max_revisit_cycles] ([1, 90]), got 100"),
+            ({"refresh_share_min": 0.5, "refresh_share_max": 0.2}, "setting refresh_share_max: must be >= "
+                                                                   "refresh_share_min (0.5), got 0.2"),
+            ({"adaptive_dec_rate": 1.0}, "setting adaptive_dec_rate: must lie in [0, 1), got 1.0")):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            load_settings(overrides={**base, **overrides}, environ={})
