@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcycle.contracts.policies import NAMES, REGISTRY
+from crawlcycle.contracts.policies import NAMES, REFERENCE, REFERENCE_NAMES, REGISTRY
 from crawlcycle.db import SQL_DIR, connect, statements
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import update
@@ -21,14 +21,15 @@ BASE = {"user_agent": USER_AGENT}
 
 
 def test_every_policy_has_one_sql_statement_and_every_policy_sql_file_an_entry() -> None:
-    assert sorted(p.stem for p in (SQL_DIR / "ordering" / "policies").glob("*.sql")) == sorted(NAMES)
-    assert len(set(NAMES)) == len(NAMES)
-    for entry in REGISTRY:
+    names = NAMES + REFERENCE_NAMES
+    assert sorted(p.stem for p in (SQL_DIR / "ordering" / "policies").glob("*.sql")) == sorted(names)
+    assert len(set(names)) == len(names)
+    for entry in REGISTRY + REFERENCE:
         assert len(statements(entry.sql)) == 1, entry.name
 
 
 def test_every_staging_function_resolves() -> None:
-    for entry in REGISTRY:
+    for entry in REGISTRY + REFERENCE:
         stage = registry.stage_function(entry)
         assert (stage is None) == (entry.stage == ""), entry.name
         if stage:
@@ -46,6 +47,9 @@ def test_the_policy_setting_takes_the_registry_s_policies_only() -> None:
         assert load_settings(overrides={**BASE, "policy": name}, environ={}).policy == name
     with pytest.raises(ValueError, match=f"setting policy: choose one of {', '.join(NAMES)}, got 'fifo'"):
         load_settings(overrides={**BASE, "policy": "fifo"}, environ={})
+    # the simulator's reference ordering reads the true impact only the simulator writes: no crawl runs it
+    with pytest.raises(ValueError, match="setting policy: oracle is the simulator's reference ordering"):
+        load_settings(overrides={**BASE, "policy": "oracle"}, environ={})
 
 
 def test_a_cycle_s_rollback_clears_the_state_every_policy_owns(tmp_path: Path) -> None:

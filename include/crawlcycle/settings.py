@@ -34,6 +34,7 @@ from typing import Any
 from crawlcycle.contracts.canonical import UrlRules
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.contracts.policies import NAMES as POLICIES
+from crawlcycle.contracts.policies import REFERENCE_NAMES
 from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 
 ENV_PREFIX = "CRAWLCYCLE_"
@@ -48,7 +49,7 @@ MATCH_MODES = ("evidence", "ngram")
 IMPACT_ODDS = ("model", "sketch")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
-_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache")
+_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
 # The sections, in the order of the settings reference and of `write_toml`.
 SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "refresh",
             "quality", "demo")
@@ -138,6 +139,13 @@ def _field_numbers(names: tuple[str, ...], high: float) -> Callable[[str], str |
             return "at least one field needs a positive weight"
         return None
     return check
+
+
+def _policy(name: str) -> str | None:
+    """A policy, or the simulator's reference ordering (validate checks it has what it reads)."""
+    if name in POLICIES or name in REFERENCE_NAMES:
+        return None
+    return f"choose one of {', '.join(POLICIES)}, got {name!r}"
 
 
 def _embedding_model(on: bool) -> str | None:
@@ -282,7 +290,7 @@ class Settings:
     bm25_depth: int = ranking(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)",
                               low=1)
     # Which URLs the next batch takes.
-    policy: str = ordering("hybrid", "ordering policy: " + ", ".join(POLICIES), choices=POLICIES)
+    policy: str = ordering("hybrid", "ordering policy: " + ", ".join(POLICIES), check=_policy)
     batch_size: int = ordering(400, "URLs fetched per cycle (c)", low=1)
     per_host_cap: int = ordering(40, "most URLs of one host in one batch", low=1)
     random_seed: int = ordering(7, "seed of the random policy and tie-breaks")
@@ -376,6 +384,8 @@ class Settings:
     demo_seed: int = demo(42, "seed of the demo web generator")
     demo_port: int = demo(8089, "port of the demo web server on loopback", low=1, high=65535)
     snapshot: str = demo("", "WARC file served by the demo web instead of the generated one")
+    oracle_impact: str = demo("", "Parquet file of each snapshot page's true impact (url, impact), written by the "
+                              "simulator for its reference ordering oracle; empty for a crawl")
     # Not a setting: where each value not at its default came from ("file <path>", "environment CRAWLCYCLE_<NAME>",
     # "flag --<name>", "run parameter <name>"), kept by load_settings, with_overrides and from_record.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
@@ -414,6 +424,9 @@ class Settings:
                  self.min_revisit_cycles <= self.fixed_revisit_cycles <= self.max_revisit_cycles,
                  f"must lie in [min_revisit_cycles, max_revisit_cycles] ([{self.min_revisit_cycles}, "
                  f"{self.max_revisit_cycles}]), got {self.fixed_revisit_cycles}"),
+                ("policy", self.policy not in REFERENCE_NAMES or bool(self.oracle_impact),
+                 f"{self.policy} is the simulator's reference ordering: it orders by the true impact only the "
+                 "simulator knows (oracle_impact), and cannot run a crawl"),
                 ("refresh_share_max", self.refresh_share_max >= self.refresh_share_min,
                  f"must be >= refresh_share_min ({self.refresh_share_min}), got {self.refresh_share_max}")):
             if not ok:

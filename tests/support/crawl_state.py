@@ -18,7 +18,8 @@ def new_state(tmp_path: Path, policy: str, **overrides: object) -> Settings:
     """A migrated crawl database under ``tmp_path`` with cycle 1 of ``policy`` running; its batches take new URLs
     only unless ``refresh_policy`` says otherwise."""
     s = load_settings(overrides={"user_agent": USER_AGENT, "db_path": str(tmp_path / "crawl.duckdb"),
-                                 "data_dir": str(tmp_path / "data"), "refresh_policy": "none", **overrides},
+                                 "data_dir": str(tmp_path / "data"), "refresh_policy": "none", "policy": policy,
+                                 **overrides},
                       environ={})
     with connect(s) as con:
         migrate(con)

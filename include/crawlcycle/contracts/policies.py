@@ -58,6 +58,14 @@ REGISTRY = (
            "crawlcycle.ordering.ml:stage_ml"),
 )
 NAMES = tuple(p.name for p in REGISTRY)
+# Reference orderings: the simulator runs them beside the policies, to measure how much a policy leaves to win; a
+# crawl cannot choose them (they read what only the simulator knows).
+REFERENCE = (
+    Policy("oracle", "the frontier by true impact (the simulator's ground truth, `oracle_impact`), undiscovered pages "
+           "out of reach like for every policy; pages of no impact in discovery order",
+           "crawlcycle.ordering.oracle:stage_oracle"),
+)
+REFERENCE_NAMES = tuple(p.name for p in REFERENCE)
 
 
 def named(entries: tuple[T, ...], name: str, what: str = "policy") -> T:
@@ -69,5 +77,5 @@ def named(entries: tuple[T, ...], name: str, what: str = "policy") -> T:
 
 
 def policy(name: str) -> Policy:
-    """The entry named ``name``."""
-    return named(REGISTRY, name)
+    """The entry named ``name``, a policy or a reference ordering."""
+    return named(REGISTRY + REFERENCE, name)
