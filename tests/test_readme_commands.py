@@ -67,8 +67,8 @@ EXCLUDED = {
         "downloads five Debian packages first; built like py-web-docs",
     ".venv/bin/crawlcycle simulate --snapshot data/py-web-docs.warc.gz --queries queries.tsv --seeds seeds.txt "
     "--policy hybrid --cycles 6 --batch-size 200 --out OUT --cache CACHE --data-dir DATA":
-        "placeholder files and a snapshot built from Debian packages, run twice; tests/test_identical_replays.py crawls "
-        "a real snapshot twice and compares every table",
+        "placeholder files and a snapshot built from Debian packages, run twice; "
+        "tests/test_identical_replays.py crawls a real snapshot twice and compares every table",
     ".venv/bin/python bench/canonicals.py":
         "a 15-cycle crawl of three real snapshots, two of them built from Debian packages first: about ten minutes; "
         "tests/test_canonical_links.py and tests/test_parse.py check what it counts",
