@@ -11,6 +11,7 @@ import tracemalloc
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -478,7 +479,9 @@ def test_a_killed_fetch_shard_retried_waits_out_the_delay(server: FaultServer, t
     shard = tmp_path / "shard-000"
     shard.mkdir()
     urls = [f"http://patient.test/{i}" for i in range(3)]
-    pl.DataFrame({"url": urls, "host": ["patient.test"] * 3, "rank": [1, 2, 3]}).write_parquet(shard / shard_files.URLS)
+    shard_files.write_table(shard / shard_files.URLS, pa.Table.from_pylist(
+        [{"url": u, "host": "patient.test", "rank": i, "kind": "new"} for i, u in enumerate(urls, 1)],
+        schema=shard_files.URLS_SCHEMA))
     for name in (shard_files.HOSTS_IN, shard_files.ROBOTS_IN):
         pl.DataFrame({"host": []}, schema={"host": pl.String}).write_parquet(shard / name)
     pl.DataFrame(schema={"origin": pl.String, "host": pl.String}).write_parquet(shard / shard_files.PROBES)

@@ -123,7 +123,7 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Settings], object]]] = {
                                               f"source) VALUES ('http://a.demo.test/x#frag', 'a.demo.test', {CYCLE},"
                                               " -1, 'link')")),
     "batch_size_respected": ("materialize", lambda s: replace(s, batch_size=1)),
-    "batch_not_crawled": ("materialize", lambda s: batch_row(s, next(iter(_crawled(s))))),
+    "batch_not_crawled": ("materialize", lambda s: batch_row(s, _crawled(s)[0])),
     # the origin of a batch URL now disallows everything (as if its robots.txt changed before the batch was chosen)
     "batch_robots_allowed": ("materialize", sql("UPDATE robots SET status = 200, robots_txt = 'User-agent: *"
                                                 "\nDisallow: /' WHERE host = (SELECT min(host) FROM batches WHERE "
@@ -140,8 +140,10 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[Settings], object]]] = {
 
 
 def _crawled(s: Settings) -> list[str]:
+    """Crawled pages the next batch does not refresh."""
     with connect(s, read_only=True) as con:
-        return [r[0] for r in con.execute("SELECT url FROM pages ORDER BY url").fetchall()]
+        return [r[0] for r in con.execute("SELECT url FROM pages WHERE url NOT IN (SELECT url FROM batches WHERE "
+                                          "score_cycle = ?) ORDER BY url", [CYCLE]).fetchall()]
 
 
 def test_every_check_has_a_corruption_that_it_catches() -> None:

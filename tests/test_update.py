@@ -89,7 +89,7 @@ def test_a_redirect_to_a_url_waiting_in_the_frontier_crawls_it(settings: Setting
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("http://r.test/page\n")
         # bfs with one URL per batch: cycle 2 fetches /old alone, which redirects to /target, known since cycle 1
-        s = replace(settings, seeds_file=str(seeds), policy="bfs", batch_size=1, min_delay=0.0,
+        s = replace(settings, seeds_file=str(seeds), policy="bfs", refresh_policy="none", batch_size=1, min_delay=0.0,
                     connect_to=f"r.test=127.0.0.1:{server.port},{settings.connect_to}")
         stages.init(s)
         stages.run_cycle(s, date(2026, 11, 1), progress=lambda m: None)

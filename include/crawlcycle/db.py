@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts import url_states
 from crawlcycle.settings import Settings, SettingsError
 
 # A folder on disk: the package is installed unzipped (editable or not), so Path operations (glob) work on it.
@@ -198,7 +199,8 @@ def fetch_rows(con: duckdb.DuckDBPyConnection, name: str, **params: Any) -> list
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Apply pending ``sql/migrations/NNN_*.sql`` in order, then (re)create the views."""
+    """Apply pending ``sql/migrations/NNN_*.sql`` in order, then (re)create the macros of the URL state model
+    (``contracts.url_states``) and the views."""
     run_sql(con, "migrations/schema_migrations")
     done = {r[0] for r in con.execute("SELECT version FROM schema_migrations").fetchall()}
     applied = []
@@ -210,6 +212,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             run_sql(con, f"migrations/{path.stem}")
             con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, path.stem])
         applied.append(path.stem)
+    for macro in url_states.sql_macros():  # before the views, which read them
+        con.execute(macro)
     for path in sorted((SQL_DIR / "views").glob("*.sql")):
         run_sql(con, f"views/{path.stem}")
     return applied

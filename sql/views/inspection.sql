@@ -65,7 +65,7 @@ ORDER BY rank;
 
 -- URLs still to fetch, with what is known of them.
 CREATE OR REPLACE VIEW v_frontier_open AS
-SELECT * FROM frontier WHERE status IN ('unfetched', 'retry_pending', 'deferred');
+SELECT * FROM frontier WHERE url_state_to_fetch(status);
 
 -- Can each origin (scheme, host, port) be fetched? Its latest try: ok (its URLs take batch slots), backoff or parked
 -- (they wait, kept in the frontier, until the probe of its robots.txt in cycle next_try_cycle answers).

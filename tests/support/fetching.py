@@ -11,6 +11,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.url_states import FetchOutcome
 from crawlcycle.fetch.exchange import Recorder
 from crawlcycle.fetch.fetcher import fetch_urls
 from crawlcycle.fetch.host_loop import HostLoop
@@ -40,7 +41,7 @@ def run(urls: list[str], settings: Settings, out: Path, state: dict | None = Non
     assert log.schema.equals(shard_files.FETCH_OUTPUTS[shard_files.FETCH_LOG])
     rows = log.to_pylist()
     assert [r["url"] for r in rows] == list(dict.fromkeys(urls))  # one row per input URL, in order
-    assert all(r["outcome"] in shard_files.OUTCOMES for r in rows)
+    assert all(r["outcome"] in list(FetchOutcome) for r in rows)
     requests = pq.read_table(result.requests).to_pylist()
     stored = {"hosts": {r["host"]: r for r in pq.read_table(result.hosts).to_pylist()},
               "robots": {r["origin"]: r for r in pq.read_table(out / shard_files.ROBOTS).to_pylist()},

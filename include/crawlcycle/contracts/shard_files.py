@@ -2,7 +2,8 @@
 
 A shard folder (``<data_dir>/cycles/<cycle>/shard-<k>/`` or under ``shard_storage``) holds, written by:
 
-- plan_shards: ``urls.parquet`` (the shard's batch URLs), ``probes.parquet`` (origins whose robots.txt is fetched
+- plan_shards: ``urls.parquet`` (the shard's batch URLs, ``URLS_SCHEMA``: a refresh with what its stored copy was
+  fetched with), ``probes.parquet`` (origins whose robots.txt is fetched
   outside the batch, before any of their URLs may take a slot), ``hosts_in.parquet`` and ``robots_in.parquet`` (the
   stored politeness and robots state of its hosts and their origins), and ``settings.json``, the settings the cycle
   runs with as its begin recorded them (``cycles.settings``), which the fetch and parse tasks run with;
@@ -46,17 +47,22 @@ LINKS = "links.parquet"
 REJECTS = "rejects.parquet"
 TIMING = "timing.json"
 
-# The state a batch URL is left in by its fetch (the URL state model: docs/reference/tables.md, "URL states").
-OUTCOMES = ("fetched", "redirected_permanent", "redirected_temporary", "gone", "retry_pending", "deferred",
-            "disallowed")
+# The batch URLs of a shard in rank order. ``kind`` is ``new`` or ``refresh`` (a stored page fetched again); a refresh
+# carries its stored copy's validators, which make its request conditional, and the payload digest and date of the
+# WARC record holding it, which a revisit record refers to (crawlcycle.fetch.http_client.StoredCopy).
+URLS_SCHEMA = pa.schema([
+    ("url", pa.string()), ("host", pa.string()), ("rank", pa.int32()), ("kind", pa.string()), ("etag", pa.string()),
+    ("last_modified", pa.string()), ("payload_digest", pa.string()), ("fetched_at", pa.float64())])
 
 FETCH_OUTPUTS = {
-    # One row per input URL; ``outcome`` is its new state.
+    # One row per input URL; ``outcome`` is what its fetch gave (crawlcycle.contracts.url_states.FetchOutcome). The
+    # validators of a 2xx or 304 answer, as sent, and the payload digest of a 2xx body (WARC-Payload-Digest form).
     FETCH_LOG: pa.schema([
         ("url", pa.string()), ("host", pa.string()), ("final_url", pa.string()), ("status", pa.int32()),
         ("redirects", pa.list_(pa.string())), ("bytes", pa.int64()), ("content_type", pa.string()),
         ("started_at", pa.float64()), ("finished_at", pa.float64()), ("elapsed_ms", pa.float64()),
-        ("error_class", pa.string()), ("truncated", pa.bool_()), ("outcome", pa.string())]),
+        ("error_class", pa.string()), ("truncated", pa.bool_()), ("outcome", pa.string()), ("etag", pa.string()),
+        ("last_modified", pa.string()), ("payload_digest", pa.string())]),
     # One row per request sent (robots.txt and sitemaps included): next ``started_at`` minus previous
     # ``finished_at`` of one host is at least the delay in force. ``attempt`` numbers the runs of the shard's fetch:
     # the requests of one that was killed (or replayed) are kept, for they reached the servers.
@@ -87,13 +93,15 @@ FETCH_OUTPUTS = {
 }
 
 PARSE_OUTPUTS = {
-    # One row per 2xx response parsed; ``reason`` is the first problem found (``parse.records.REASONS``).
+    # One row per 2xx response parsed; ``reason`` is the first problem found (``parse.records.REASONS``). The last
+    # four are the response record's: its ETag and Last-Modified headers, WARC-Payload-Digest and WARC-Date (epoch).
     PAGES: pa.schema([
         ("url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()), ("title", pa.string()),
         ("text", pa.string()), ("description", pa.string()), ("date", pa.string()), ("lang", pa.string()),
         ("content_hash", pa.string()), ("simhash", pa.uint64()), ("duplicate_of", pa.string()),
         ("n_links", pa.int32()), ("noindex", pa.bool_()), ("nofollow", pa.bool_()),
-        ("canonical_link", pa.string()), ("reason", pa.string()), ("bytes", pa.int64())]),
+        ("canonical_link", pa.string()), ("reason", pa.string()), ("bytes", pa.int64()), ("etag", pa.string()),
+        ("last_modified", pa.string()), ("payload_digest", pa.string()), ("fetched_at", pa.float64())]),
     # Distinct (dst, anchor) out-links per page.
     LINKS: pa.schema([("src", pa.string()), ("dst", pa.string()), ("anchor", pa.string()),
                       ("context", pa.string()), ("nofollow", pa.bool_())]),

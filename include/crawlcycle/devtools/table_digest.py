@@ -15,6 +15,7 @@ VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds", "settings")
             "fetch_requests": ("started_at", "finished_at"),
             "hosts": ("delay", "last_response_ms", "backoff_until", "last_request_at"),
             "robots": ("fetched_at",), "origin_tries": ("tried_at",), "model_runs": ("created_at",),
+            "pages": ("fetched_at",), "replaced_pages": ("fetched_at",),
             "dq_results": ("created_at", "examples"),
             "schema_migrations": ("applied_at",)}
 # Rows kept of a table, where a second run keeps the first run's rows by nature: the requests of a killed (or

@@ -2,8 +2,9 @@
 
 Every request of a fetch goes through ``HostRequests.get``, pages and their redirects, robots.txt and sitemaps
 alike: it waits for the host's turn (politeness; none past the time limit), journals the request as it goes out,
-sends it (``http_client``), records it (``Recorder``: WARC, request log), counts it for the host's back-off, notes
-the try of its origin, and journals when the host may be asked next.
+sends it (``http_client``; conditional when it fetches a stored page again), records it (``Recorder``: WARC, request
+log), counts it for the host's back-off, notes the try of its origin, and journals when the host may be asked next.
+A conditional request takes its turn like any other: a 304 saves the body, not the politeness.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 
 from crawlcycle.contracts.canonical import host_of
 from crawlcycle.fetch.backoff import Backoff
-from crawlcycle.fetch.http_client import Client, Exchange
+from crawlcycle.fetch.http_client import Client, Exchange, StoredCopy
 from crawlcycle.fetch.politeness import HostPoliteness, Journal
 from crawlcycle.fetch.robots import origin_of
 from crawlcycle.fetch.warc_output import WarcOutput
@@ -53,8 +54,9 @@ class HostRequests:
         self.pace, self.backoff, self.recorder = pace, backoff, recorder
         self.tries: dict[str, tuple[float, str | None]] = {}
 
-    def get(self, url: str, max_bytes: int) -> Exchange | None:
-        """One GET at the first moment politeness allows; None (the host stopped) if that is past the time limit."""
+    def get(self, url: str, max_bytes: int, stored: StoredCopy | None = None) -> Exchange | None:
+        """One GET at the first moment politeness allows, conditional on the validators of ``stored`` (the stored copy
+        of a page fetched again); None (the host stopped) if that is past the time limit."""
         start = self.backoff.turn()
         if start is None:
             return None
@@ -63,7 +65,7 @@ class HostRequests:
         # Journaled before it goes out too: a fetch killed in the middle of this request leaves its start.
         self.recorder.journal.record(self.host, time.time() + self.pace.delay,
                                      sent={"url": url, "started_at": time.time()})
-        ex = self.client.get(url, max_bytes, self.backoff.deadline)
+        ex = self.client.get(url, max_bytes, self.backoff.deadline, stored)
         request = self.recorder.record(ex)
         if ex.contacted:
             self.pace.record(ex.started, ex.finished)

@@ -1,42 +1,55 @@
-"""Rows of the fetch log (``shard_files.FETCH_LOG``): what became of each batch URL, and the URL state it is left
-in (``outcome``, one of ``shard_files.OUTCOMES``)."""
+"""Rows of the fetch log (``shard_files.FETCH_LOG``): what became of each batch URL (``outcome``, a
+``url_states.FetchOutcome``), and the validators and payload digest of its answer, which the page keeps for its next
+fetch."""
 
 from __future__ import annotations
 
 import re
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.url_states import FetchOutcome
 from crawlcycle.fetch.redirects import NOT_FOLLOWED, Chain
 
-# Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body
-# truncated, still fetched) leave it to the status.
+# Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body truncated,
+# still fetched) leave it to the status. Every error class the fetch path writes is one of these: another is a bug.
 _ERROR_OUTCOME = {
-    "timeout": "retry_pending", "dns": "retry_pending", "connection": "retry_pending", "tls": "retry_pending",
-    "robots_disallowed": "disallowed",
-    "deferred": "deferred",            # fetch_time_limit reached first
-    "retry_after": "deferred",         # host backed off by Retry-After beyond max_delay
-    "crawl_delay": "deferred",         # origin asks for a Crawl-delay beyond max_delay
-    "host_errors": "deferred",         # host_error_limit consecutive errors
+    "timeout": FetchOutcome.RETRY_PENDING, "dns": FetchOutcome.RETRY_PENDING,
+    "connection": FetchOutcome.RETRY_PENDING, "tls": FetchOutcome.RETRY_PENDING,
+    "robots_disallowed": FetchOutcome.DISALLOWED,
+    "deferred": FetchOutcome.DEFERRED,      # fetch_time_limit reached first
+    "retry_after": FetchOutcome.DEFERRED,   # host backed off by Retry-After beyond max_delay
+    "crawl_delay": FetchOutcome.DEFERRED,   # origin asks for a Crawl-delay beyond max_delay
+    "host_errors": FetchOutcome.DEFERRED,   # host_error_limit consecutive errors
     # robots.txt 5xx or unreachable: nothing of its origin was asked; the origin's back-off (origin_tries) decides
     # when its URLs take batch slots again, and they keep their attempts
-    "robots_unavailable": "deferred",
-    "ssrf_blocked": "gone", "bad_scheme": "gone", "bad_redirect": "gone", "redirect_loop": "gone",
-    "too_many_redirects": "gone", "bad_encoding": "gone",
+    "robots_unavailable": FetchOutcome.DEFERRED,
+    "ssrf_blocked": FetchOutcome.GONE, "bad_scheme": FetchOutcome.GONE, "bad_redirect": FetchOutcome.GONE,
+    "redirect_loop": FetchOutcome.GONE, "too_many_redirects": FetchOutcome.GONE, "bad_encoding": FetchOutcome.GONE,
 }
+_BY_STATUS = (None, "http_error", "too_large")
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*")
 
 
-def outcome_of(status: int | None, error_class: str | None) -> str:
-    """The URL state after a fetch that ended with ``status`` and ``error_class``."""
+class UnknownErrorClass(ValueError):
+    """The fetch path wrote an error class the outcome table does not know."""
+
+
+def outcome_of(status: int | None, error_class: str | None, not_modified: bool = False) -> FetchOutcome:
+    """The outcome of a fetch that ended with ``status`` and ``error_class``; ``not_modified``: a 304 answered a
+    conditional request."""
     if error_class in _ERROR_OUTCOME:
         return _ERROR_OUTCOME[error_class]
+    if error_class not in _BY_STATUS:
+        raise UnknownErrorClass(f"fetch error class {error_class!r} has no outcome (crawlcycle.fetch.fetch_log)")
+    if not_modified:
+        return FetchOutcome.NOT_MODIFIED
     if status is None or 200 <= status < 300:
-        return "fetched"
+        return FetchOutcome.FETCHED
     if status in (301, 308):
-        return "redirected_permanent"
+        return FetchOutcome.REDIRECTED_PERMANENT
     if status in (302, 303, 307):
-        return "redirected_temporary"
-    return "retry_pending" if status == 429 or status >= 500 else "gone"
+        return FetchOutcome.REDIRECTED_TEMPORARY
+    return FetchOutcome.RETRY_PENDING if status == 429 or status >= 500 else FetchOutcome.GONE
 
 
 def media_type(value: str | None) -> str | None:
@@ -51,17 +64,19 @@ def new_row(url: str, host: str, **values: object) -> dict:
         "url": url, "host": host, "redirects": [], "bytes": 0, "truncated": False, **values}
 
 
-def finish(row: dict) -> dict:
+def finish(row: dict, not_modified: bool = False) -> dict:
     """Complete ``row`` once the fetch of its URL ended: its time taken and outcome."""
     if row["started_at"] is not None:
         row["elapsed_ms"] = (row["finished_at"] - row["started_at"]) * 1000.0
-    row["outcome"] = outcome_of(row["status"], row["error_class"])
+    row["outcome"] = outcome_of(row["status"], row["error_class"], not_modified)
     return row
 
 
 def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
     """The row of ``url``, fetched as ``chain``. A redirect is the URL's answer (its target a URL of its own) when the
-    chain did not follow it: then ``blocked`` says the SSRF guard refuses the target."""
+    chain did not follow it: then ``blocked`` says the SSRF guard refuses the target. A 304 to the conditional request
+    of a page fetched again is ``not_modified``; the validators of a 2xx or 304 answer and the payload digest of a 2xx
+    body are the row's."""
     row = new_row(url, host, redirects=list(chain.targets), final_url=chain.final_url)
     contacted = [ex for ex in chain.exchanges if ex.contacted]
     if contacted:
@@ -69,18 +84,23 @@ def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
     answered = [ex for ex in chain.exchanges if not ex.error]
     if answered:
         row["status"] = answered[-1].status
+    not_modified = False
     if chain.end is None:
         answer = chain.exchanges[-1]
-        failed = answer.status >= 300  # type: ignore[operator]
+        not_modified = answer.not_modified
+        failed = answer.status >= 300 and not not_modified  # type: ignore[operator]
         row.update(bytes=len(answer.body), truncated=answer.truncated,
                    content_type=media_type(answer.headers.get("Content-Type")),
                    error_class="http_error" if failed else "too_large" if answer.truncated else None)
+        if not failed:
+            row.update(etag=answer.validator("ETag"), last_modified=answer.validator("Last-Modified"),
+                       payload_digest=None if not_modified else answer.payload_digest)
     elif chain.end == NOT_FOLLOWED:
         row["error_class"] = "ssrf_blocked" if blocked else None
     else:
         row["error_class"] = chain.end
-    row = finish(row)
-    if row["outcome"] == "fetched" and row["redirects"]:
+    row = finish(row, not_modified)
+    if row["outcome"] == FetchOutcome.FETCHED and row["redirects"]:
         # The content lives at the target, a URL of its own; this URL's state is its redirect.
         row["outcome"] = outcome_of(answered[0].status, None)
     return row

@@ -14,7 +14,8 @@ answered, or the class of why not (robots.txt unreachable or 5xx, DNS, refused o
 Output, in the shard folder (names and schemas in ``shard_files``), each file written whole and renamed into
 place, but the journal:
 
-- ``responses.warc.gz``: every request sent and response read (``warc_output``).
+- ``responses.warc.gz``: every request sent and response read (``warc_output``), a revisit record for an answer
+  that repeats a stored copy.
 - ``fetch_log`` (rows and outcomes: ``fetch_log``), ``requests``, ``hosts``, ``robots``, ``sitemaps``,
   ``sitemap_urls``, ``origin_tries`` Parquet files.
 - ``politeness.jsonl``: when each host may be asked next and each request, appended as each request starts and
@@ -38,7 +39,7 @@ from crawlcycle.contracts.canonical import host_of
 from crawlcycle.fetch.exchange import Recorder
 from crawlcycle.fetch.fetch_log import finish, new_row
 from crawlcycle.fetch.host_loop import HostLoop
-from crawlcycle.fetch.http_client import Client, GetAddrInfo, Resolver, allowed_networks
+from crawlcycle.fetch.http_client import Client, GetAddrInfo, Resolver, StoredCopy, allowed_networks
 from crawlcycle.fetch.politeness import Journal
 from crawlcycle.fetch.warc_output import warc_output
 from crawlcycle.settings import Settings
@@ -58,9 +59,12 @@ class FetchResult:
 
 def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[dict] | None = None,
                robots: list[dict] | None = None, getaddrinfo: GetAddrInfo = socket.getaddrinfo,
-               journal_synced: Callable[[], None] | None = None, probes: list[str] | None = None) -> FetchResult:
+               journal_synced: Callable[[], None] | None = None, probes: list[str] | None = None,
+               copies: dict[str, StoredCopy] | None = None) -> FetchResult:
     """Fetch ``urls`` (canonical, absolute; every URL of a host in this one call) into ``out_dir``, after the
     robots.txt of each origin in ``probes`` (``scheme://host[:port]``; every origin of a host in this one call).
+    ``copies`` holds the stored copies of the URLs that are pages fetched again (refreshes): their requests are
+    conditional, and an answer that repeats the stored copy is a WARC revisit record (``warc_output``).
 
     ``hosts`` and ``robots`` are the stored rows of the ``hosts`` and ``robots`` tables: a robots.txt younger than
     ``robots_ttl`` is not fetched again, a Retry-After back-off still running defers the host, and the first
@@ -97,7 +101,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
 
     def run(loop: HostLoop) -> tuple[list[dict], dict[str, list[dict]]]:
         go.wait()  # all workers exist: starting them is not slowed down by the first requests
-        return loop.run(by_host[loop.host], probes_of.get(loop.host, []))
+        return loop.run(by_host[loop.host], probes_of.get(loop.host, []), copies)
 
     try:
         with warc_output(warc_path, settings) as warc:

@@ -4,7 +4,8 @@ one request at a time.
 A run composes the parts, each in a module of its own: the request/response step every request goes through
 (``exchange``), retry and back-off, which say when the run stops and why (``backoff``), robots.txt per origin
 (``robots_gate``), redirects (``redirects``) and sitemaps (``sitemap_reader``). A URL left when the host or its
-origin stopped gets the reason as its error class; one robots.txt disallows is not asked.
+origin stopped gets the reason as its error class; one robots.txt disallows is not asked. A stored page fetched
+again is asked conditionally, with the validators of its stored copy.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.backoff import UNREACHABLE, Backoff, Stop
 from crawlcycle.fetch.exchange import HostRequests, Recorder
 from crawlcycle.fetch.fetch_log import finish, new_row, page_row
-from crawlcycle.fetch.http_client import Client
+from crawlcycle.fetch.http_client import Client, StoredCopy
 from crawlcycle.fetch.politeness import HostPoliteness
 from crawlcycle.fetch.redirects import NOT_FOLLOWED, follow, within
 from crawlcycle.fetch.robots import origin_of
@@ -38,14 +39,16 @@ class HostLoop:
         self.robots = RobotsGate(host, settings, stored_robots, self.requests, self.backoff, self.pace)
         self.sitemaps = SitemapReader(host, settings, self.requests, self.robots, self.backoff)
 
-    def run(self, urls: list[str], probes: list[str]) -> tuple[list[dict], dict[str, list[dict]]]:
+    def run(self, urls: list[str], probes: list[str], copies: dict[str, StoredCopy] | None = None
+            ) -> tuple[list[dict], dict[str, list[dict]]]:
         """Fetch-log rows of ``urls`` (in order), after the robots.txt of the origins in ``probes``; and the rows the
-        run leaves for the shard's other files, by file name."""
+        run leaves for the shard's other files, by file name. ``copies`` holds the stored copies of the URLs that are
+        pages fetched again."""
         try:
             for origin in probes:
                 if self.backoff.stopped is None:
                     self.robots.origin(origin, probe=True)
-            rows = [self._visit(url) for url in urls]
+            rows = [self._visit(url, (copies or {}).get(url)) for url in urls]
             self.sitemaps.read(self.robots.sitemaps())
         finally:
             self.requests.close()
@@ -53,7 +56,7 @@ class HostLoop:
                       shard_files.SITEMAPS: self.sitemaps.files, shard_files.SITEMAP_URLS: self.sitemaps.urls,
                       shard_files.ORIGIN_TRIES: self._origin_tries({origin_of(url) for url in urls})}
 
-    def _visit(self, url: str) -> dict:
+    def _visit(self, url: str, stored: StoredCopy | None) -> dict:
         origin = self.robots.origin(origin_of(url)) if self.backoff.stopped is None else None
         stop = self.backoff.stopped or (origin.closed if origin else None)
         if stop in UNREACHABLE:  # no origin of the host can answer: this one did not either
@@ -65,7 +68,8 @@ class HostLoop:
         # Redirects to this host's URLs robots.txt allows are followed now, each at its turn; others are the
         # URL's answer, and the cycle admits their targets to the frontier.
         s = self.settings
-        chain = follow(self.requests, url, s.max_body_bytes, s.max_redirects, within(self.host, self.robots.allows))
+        chain = follow(self.requests, url, s.max_body_bytes, s.max_redirects, within(self.host, self.robots.allows),
+                       stored=stored)
         blocked = chain.end == NOT_FOLLOWED and self.requests.target_blocked(chain.targets[-1])
         return page_row(url, self.host, chain, blocked)
 

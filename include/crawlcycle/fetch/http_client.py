@@ -4,11 +4,16 @@ Every step has a limit: a DNS lookup waits at most ``connect_timeout`` (answers 
 rest of the fetch call), connecting too, each read ``read_timeout``, the whole response ``total_deadline``, the
 body ``max_bytes`` after decompression. The SSRF guard checks the address a connection is opened to, so a kept
 connection was checked when it was opened. Failures end up as an error class in ``Exchange.error``.
+
+A GET of a stored page (a refresh) is conditional: it sends the validators its stored copy was fetched with
+(``StoredCopy``), If-None-Match for an ETag and If-Modified-Since for a Last-Modified, and a 304 answer has no body.
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
 import http.client
 import io
 import ipaddress
@@ -40,12 +45,24 @@ class DnsError(OSError):
     """A host name without an address: no answer, a failure, or no answer within the time limit."""
 
 
+@dataclass(frozen=True)
+class StoredCopy:
+    """The stored copy of a page fetched again: the validators its server sent (for a conditional request), and the
+    payload digest and date of the WARC record holding it (what a revisit record refers to)."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+    payload_digest: str | None = None   # WARC-Payload-Digest form, sha1:<base32>
+    fetched_at: float | None = None     # the record's WARC-Date, epoch seconds
+
+
 @dataclass
 class Exchange:
     """One GET: what was sent, what came back, and how it ended."""
 
     url: str
     started: float
+    stored: StoredCopy | None = None          # the copy a refresh compares the answer with
     finished: float = 0.0
     contacted: bool = False          # a connection was attempted (counts for politeness)
     new_connection: bool = False     # a connection was opened for it (not reused)
@@ -57,6 +74,25 @@ class Exchange:
     body: bytes = b""
     truncated: bool = False
     error: str | None = None
+
+    @property
+    def conditional(self) -> bool:
+        """Whether the request sent validators (If-None-Match, If-Modified-Since)."""
+        return self.stored is not None and bool(self.stored.etag or self.stored.last_modified)
+
+    @property
+    def payload_digest(self) -> str:
+        """The body's WARC-Payload-Digest as warcio writes it: ``sha1:`` and the base32 SHA-1."""
+        return "sha1:" + base64.b32encode(hashlib.sha1(self.body).digest()).decode("ascii")
+
+    @property
+    def not_modified(self) -> bool:
+        """A 304 answer to a conditional request: the stored copy is current."""
+        return self.status == 304 and self.conditional
+
+    def validator(self, name: str) -> str | None:
+        """The answer's ``ETag`` or ``Last-Modified`` header, as sent (None: none, or no answer)."""
+        return self.headers.get(name) if self.status is not None else None
 
 
 class Resolver:
@@ -159,13 +195,15 @@ class _Connection:
         return self.idle_limit is None or now - self.last_used + 1.0 < self.idle_limit
 
 
-def request_head(url: str, user_agent: str) -> StatusAndHeaders:
+def request_head(url: str, user_agent: str, stored: StoredCopy | None = None) -> StatusAndHeaders:
+    """The request line and headers of a GET of ``url``; conditional on the validators of ``stored``, if any."""
     parts = urlsplit(url)
     target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=~") + (f"?{parts.query}" if parts.query else "")
+    conditions = [("If-None-Match", stored.etag), ("If-Modified-Since", stored.last_modified)] if stored else []
     return StatusAndHeaders(f"GET {target} HTTP/1.1", [
         ("Host", parts.netloc.rpartition("@")[2]), ("User-Agent", user_agent),
-        ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"), ("Accept-Encoding", "gzip, deflate")],
-        is_http_request=True)
+        ("Accept", "text/html,application/xhtml+xml,*/*;q=0.8"), ("Accept-Encoding", "gzip, deflate"),
+        *((name, value) for name, value in conditions if value)], is_http_request=True)
 
 
 def _read_body(resp: http.client.HTTPResponse, max_bytes: int) -> tuple[bytes, bool, bool]:
@@ -207,12 +245,13 @@ class Client:
         self.settings, self.resolver, self.allowed = settings, resolver, allowed
         self._open: dict[tuple[str, str, int], _Connection] = {}
 
-    def get(self, url: str, max_bytes: int, deadline: float) -> Exchange:
-        """One GET, every step bounded (the response also by ``deadline``); failures end up in ``error``."""
+    def get(self, url: str, max_bytes: int, deadline: float, stored: StoredCopy | None = None) -> Exchange:
+        """One GET, every step bounded (the response also by ``deadline``), conditional on ``stored``'s validators;
+        failures end up in ``error``."""
         s = self.settings
         parts = urlsplit(url)
         origin = (parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80))
-        ex = Exchange(url, started=time.time())
+        ex = Exchange(url, started=time.time(), stored=stored)
         deadline = min(ex.started + s.total_deadline, deadline)
         conn = self._open.pop(origin, None)
         if conn is not None and not conn.usable(ex.started):
@@ -277,7 +316,7 @@ class Client:
         return _Connection(sock, ip)
 
     def _send(self, conn: _Connection, url: str, ex: Exchange, deadline: float) -> http.client.HTTPResponse:
-        head = request_head(url, self.settings.user_agent)
+        head = request_head(url, self.settings.user_agent, ex.stored)
         conn.sock.settimeout(max(0.001, min(self.settings.read_timeout, deadline - time.time())))
         conn.sock.sendall(head.to_bytes())
         ex.request = head

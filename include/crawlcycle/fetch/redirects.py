@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from crawlcycle.contracts.canonical import UrlRejected, UrlRules, canonicalize, host_of
 from crawlcycle.fetch.backoff import Stop
 from crawlcycle.fetch.exchange import HostRequests
-from crawlcycle.fetch.http_client import Exchange
+from crawlcycle.fetch.http_client import Exchange, StoredCopy
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 NOT_FOLLOWED = "not_followed"
@@ -38,12 +38,13 @@ class Chain:
 
 
 def follow(requests: HostRequests, url: str, max_bytes: int, limit: int, may_follow: Callable[[str], bool],
-           revisits: bool = False) -> Chain:
-    """GET ``url`` and follow its redirects to the targets ``may_follow`` allows, up to ``limit`` hops; with
-    ``revisits``, a target met before is asked again (only the limit ends a loop)."""
+           revisits: bool = False, stored: StoredCopy | None = None) -> Chain:
+    """GET ``url`` (conditional on ``stored``, the stored copy of a page fetched again) and follow its redirects to the
+    targets ``may_follow`` allows, up to ``limit`` hops; with ``revisits``, a target met before is asked again (only
+    the limit ends a loop)."""
     chain, seen = Chain(), {url}
     while True:
-        ex = requests.get(url, max_bytes)
+        ex = requests.get(url, max_bytes, None if chain.exchanges else stored)  # a hop is a URL of its own
         if ex is None:
             chain.end = Stop.DEFERRED.value
             return chain

@@ -1,8 +1,10 @@
 """Parse stage: WARC response records to pages, out-links and rejected links (Parquet).
 
 Per 2xx ``response`` record (robots.txt skipped; a URL met twice keeps its first record) one row in
-``pages.parquet`` (names and schemas of the files written: ``shard_files.PARSE_OUTPUTS``). ``reason`` names the
-first problem found, in this order:
+``pages.parquet`` (names and schemas of the files written: ``shard_files.PARSE_OUTPUTS``), with the record's
+validators (``ETag``, ``Last-Modified``), payload digest and date, which the stored page keeps for its next fetch. A
+``revisit`` record is an answer that repeated a stored copy (``fetch.warc_output``): no page, the stored one stands
+(its check in the update stage says so). ``reason`` names the first problem found, in this order:
 
 - ``bad_url``: the record's URL does not pass canonicalization (row keeps the raw URL);
 - ``empty_body``; ``not_html`` (content type, or sniffed when missing);
@@ -36,6 +38,7 @@ module: scripts calling ``parse_warcs`` need the ``if __name__ == "__main__":`` 
 from __future__ import annotations
 
 import codecs
+import datetime
 import hashlib
 import logging
 import multiprocessing
@@ -141,16 +144,19 @@ def parse_warcs(warc_paths: list[Path], out_dir: Path, settings: Settings,
         pages_fetched = {r["final_url"] for r in log if r["final_url"] and 200 <= (r["status"] or 0) < 300}
         place = {url: i for i, url in reversed(list(enumerate(r["final_url"] for r in log)))}
     skipped = Counter()
-    records = _read_records(warc_paths, settings.max_body_bytes, truncated, skipped, pages_fetched)
+    facts: list[dict] = []  # of each record read, in order: what the page keeps of the record itself
+    records = _read_records(warc_paths, settings.max_body_bytes, truncated, skipped, pages_fetched, facts)
 
     pages: list[dict] = []
     links: list[tuple] = []
     rejects: list[tuple] = []
     kept: list[tuple[dict, list, list]] = []
     seen_urls: set[str] = set()
+    # _parse_all gives the results in record order, each after its record was read (its facts known)
+    results = [(result[0] | facts[i], *result[1:]) for i, result in enumerate(_parse_all(records, settings))]
     # Pages in the fetch log's order (the batch's), not the WARC's, which follows the hosts' timing: which copy of a
     # page counts as the original and the order of the URLs discovered must not depend on it.
-    for result in sorted(_parse_all(records, settings), key=lambda r: place.get(r[0]["url"], len(place))):
+    for result in sorted(results, key=lambda r: place.get(r[0]["url"], len(place))):
         if result[0]["url"] in seen_urls:
             skipped["repeated"] += 1
             continue
@@ -204,13 +210,14 @@ def _mark_duplicates(pages: Iterable[dict]) -> set[str]:
 
 
 def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], skipped: Counter,
-                  pages_fetched: set[str] | None) -> Iterator[Record]:
-    """The 2xx page responses of the WARC files; DamagedWarc when one is cut short or damaged: a record that does not
-    read whole or match its digest, or (with ``pages_fetched``) a fetched page without its record."""
+                  pages_fetched: set[str] | None, facts: list[dict]) -> Iterator[Record]:
+    """The 2xx page responses of the WARC files, each one's record facts appended to ``facts`` as it is read;
+    DamagedWarc when one is cut short or damaged: a record that does not read whole or match its digest, or (with
+    ``pages_fetched``) a fetched page without its response or revisit record."""
     seen: set[str] = set()
     for path in warc_paths:
         try:
-            yield from _records(path, max_bytes, truncated, skipped, pages_fetched, seen)
+            yield from _records(path, max_bytes, truncated, skipped, pages_fetched, seen, facts)
         except (ArchiveLoadFailed, EOFError, zlib.error, ValueError) as e:
             why = str(e).encode("ascii", "replace").decode().splitlines()[0][:60].strip() or type(e).__name__
             raise DamagedWarc(f"{path}: WARC file damaged after {len(seen)} pages ({why}); {_REFETCH}") from None
@@ -221,11 +228,16 @@ def _read_records(warc_paths: list[Path], max_bytes: int, truncated: set[str], s
 
 
 def _records(path: Path, max_bytes: int, truncated: set[str], skipped: Counter, pages_fetched: set[str] | None,
-             seen: set[str]) -> Iterator[Record]:
+             seen: set[str], facts: list[dict]) -> Iterator[Record]:
     with open(path, "rb") as f:
         # the crawl's own WARCs (those with a fetch log) carry digests the fetcher wrote: check them
         for rec in ArchiveIterator(f, check_digests="raise" if pages_fetched is not None else False):
             url = rec.rec_headers.get_header("WARC-Target-URI") or ""
+            if rec.rec_type == "revisit":  # the answer repeated the stored copy: nothing to parse
+                if pages_fetched is not None and url in pages_fetched:
+                    seen.add(url)
+                skipped["revisit"] += 1
+                continue
             status = _status(rec) if rec.rec_type == "response" and rec.http_headers else 0
             if not 200 <= status < 300 or urlsplit(url).path == "/robots.txt" or \
                     (pages_fetched is not None and url not in pages_fetched):
@@ -234,11 +246,22 @@ def _records(path: Path, max_bytes: int, truncated: set[str], skipped: Counter, 
             body = rec.content_stream().read(max_bytes + 1)  # bounded even for a compressed body
             seen.add(url)
             head = rec.http_headers
+            facts.append({"etag": head.get_header("ETag"), "last_modified": head.get_header("Last-Modified"),
+                          "payload_digest": rec.rec_headers.get_header("WARC-Payload-Digest"),
+                          "fetched_at": _epoch(rec.rec_headers.get_header("WARC-Date"))})
             yield (url, status, head.get_header("Content-Type") or "", head.get_header("X-Robots-Tag") or "",
                    head.get_header("Content-Language") or "",
                    ", ".join(value for name, value in head.headers if name.lower() == "link"), body[:max_bytes],
                    len(body) > max_bytes or bool(rec.rec_headers.get_header("WARC-Truncated"))
                    or url in truncated)
+
+
+def _epoch(warc_date: str | None) -> float | None:
+    """A WARC-Date (ISO 8601, UTC) in seconds since the epoch."""
+    try:
+        return datetime.datetime.fromisoformat(warc_date).timestamp() if warc_date else None  # type: ignore[arg-type]
+    except ValueError:
+        return None
 
 
 def _status(rec) -> int:

@@ -27,7 +27,7 @@ import polars as pl
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.contracts.errors import InputError
-from crawlcycle.db import connect, held_open, migrate, run_sql, scalar, staged, transaction
+from crawlcycle.db import connect, held_open, migrate, query, run_sql, scalar, staged, transaction
 from crawlcycle.models import improvability, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
@@ -209,9 +209,9 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
 
 
 def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> list[str]:
-    """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, probes, cached host
-    state and the cycle's settings); return their locations."""
-    batch = con.sql("SELECT url, host, rank FROM batches WHERE fetch_cycle = ? ORDER BY rank", params=[cycle]).pl()
+    """Split batch ``cycle`` and the origins to probe in it by host into shard folders (URLs, each refresh with its
+    stored copy's validators, probes, cached host state and the cycle's settings); return their locations."""
+    batch = query(con, "pipeline/stages/shard_urls", cycle=cycle)
     probes = con.sql("SELECT origin, host FROM probes WHERE fetch_cycle = ? ORDER BY best_priority DESC, origin",
                      params=[cycle]).pl()
     # a replay of the cycle starts from the errors in a row the host had before the cycle's first run
@@ -238,7 +238,7 @@ def write_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
         with shard_storage.local_shard(location) as d:
             urls, origins = batch.filter(pl.col("shard") == k), probes.filter(pl.col("shard") == k)
             in_shard = pl.col("host").is_in(pl.concat([urls["host"], origins["host"]]).unique().implode())
-            urls.drop("shard").write_parquet(d / shard_files.URLS)
+            shard_files.write_table(d / shard_files.URLS, urls.drop("shard").to_arrow().cast(shard_files.URLS_SCHEMA))
             origins.drop("shard").write_parquet(d / shard_files.PROBES)
             hosts.filter(in_shard).write_parquet(d / shard_files.HOSTS_IN)
             robots.filter(in_shard).write_parquet(d / shard_files.ROBOTS_IN)
@@ -261,18 +261,23 @@ def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
 
 @reports_disk_full
 def fetch(settings: Settings, shard_dir: str) -> str:
-    """Fetch one shard's URLs politely; writes WARC and Parquet logs into the shard folder."""
+    """Fetch one shard's URLs politely (a refresh conditionally, against its stored copy); writes WARC and Parquet
+    logs into the shard folder."""
     from crawlcycle.fetch.fetcher import fetch_urls
+    from crawlcycle.fetch.http_client import StoredCopy
 
     with shard_storage.local_shard(shard_dir) as d:
-        urls = pl.read_parquet(d / shard_files.URLS)["url"].to_list()
+        batch = pl.read_parquet(d / shard_files.URLS)
+        urls = batch["url"].to_list()
+        copies = {r.pop("url"): StoredCopy(**r) for r in batch.filter(pl.col("kind") == "refresh").select(
+            "url", "etag", "last_modified", "payload_digest", "fetched_at").iter_rows(named=True)}
         probes = pl.read_parquet(d / shard_files.PROBES)["origin"].to_list()
         hosts = pl.read_parquet(d / shard_files.HOSTS_IN).to_dicts()
         robots = pl.read_parquet(d / shard_files.ROBOTS_IN).to_dicts()
         # The politeness journal is stored as it grows, so that a retry elsewhere finds it.
         synced = shard_storage.storing(shard_dir, d / shard_files.POLITENESS_JOURNAL)
         _timed_file(d, "fetch", lambda: fetch_urls(urls, settings, d, hosts=hosts, robots=robots,
-                                                   journal_synced=synced, probes=probes))
+                                                   journal_synced=synced, probes=probes, copies=copies))
     return shard_dir
 
 

@@ -1,7 +1,9 @@
 """The single writer: merge every shard's fetch and parse output into DuckDB in one transaction.
 
 DuckDB reads the shards' Parquet files itself (``sql/pipeline/update/stage_*_files.sql``); only the columns that find
-repeats of stored pages come out to Python, for the SimHash index.
+repeats of stored pages come out to Python, for the SimHash index. A stored page fetched again (a refresh) is a check
+of its stored copy (``check_pages.sql``): not modified, unchanged, changed (its new row and links replace the old),
+gone or moved (it leaves ``pages``), or failed; a re-run of the cycle puts back what its checks replaced.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from crawlcycle.settings import Settings
 
 # The temp tables and macro the merge stages, dropped when it ends.
 _STAGED = ("s_fetch_log", "s_requests", "s_hosts", "s_robots", "s_sitemaps", "s_sitemap_urls", "s_origin_tries",
-           "s_pages", "s_redirects", "s_found_links", "s_links", "s_new", "s_rejects")
+           "s_pages", "s_redirects", "s_found_links", "s_links", "s_new", "s_rejects", "s_checks")
 
 
 def shard_index(shard_dir: Path) -> int:
@@ -31,9 +33,13 @@ def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) 
     """Set duplicate_of on pages repeating a page crawled in an earlier cycle: the same content hash,
     else a SimHash within NEAR_DUPLICATE_BITS (pages of this batch were compared by the parse stage); a stored page
     naming the new one as its canonical is not its original (the stored page folds into it instead, merge_parse).
-    ``exact_copy`` tells the pages whose content hash equals their original's."""
+    A stored page fetched again is compared with the others, not with its own stored copy. ``exact_copy`` tells the
+    pages whose content hash equals their original's, or their own stored copy's (an unchanged refresh)."""
     stored = con.sql("SELECT url, content_hash, simhash, canonical_link FROM pages WHERE duplicate_of IS NULL "
                      "ORDER BY cycle, url").pl()
+    again = stored.filter(pl.col("url").is_in(pages["url"].implode()))
+    own = dict(zip(again["url"], again["content_hash"], strict=True))
+    stored = stored.filter(~pl.col("url").is_in(again["url"].implode()))
     by_hash = {h: u for h, u in zip(stored["content_hash"], stored["url"], strict=True) if h is not None}
     names = dict(zip(stored["url"], stored["canonical_link"], strict=True))
     near = NearDuplicateIndex()
@@ -47,7 +53,7 @@ def mark_stored_duplicates(con: duckdb.DuckDBPyConnection, pages: pl.DataFrame) 
         same = same if names.get(same) != url else None
         similar = near.find(fingerprint) if dup is None and same is None and fingerprint is not None else None
         found.append(dup or same or (similar if names.get(similar) != url else None))
-        exact.append(same is not None)
+        exact.append(same is not None or (digest is not None and own.get(url) == digest))
     return pages.with_columns(duplicate_of=pl.Series(found, dtype=pl.String),
                               exact_copy=pl.Series(exact, dtype=pl.Boolean))
 
@@ -66,7 +72,8 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
             run_sql(con, "pipeline/update/rollback_cycle", cycle=cycle)
             registry.clear_cycle(con, cycle)
             if dirs:
-                run_sql(con, "pipeline/update/stage_fetch_files", shards=[shard_index(d) for d in dirs], **files)
+                run_sql(con, "pipeline/update/stage_fetch_files", cycle=cycle, shards=[shard_index(d) for d in dirs],
+                        **files)
                 counts = {"fetch_rows": scalar(con, "SELECT count(*) FROM s_fetch_log"),
                           "pages": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["pages"]]),
                           "links": scalar(con, "SELECT count(*) FROM read_parquet(?)", [files["links"]])}
@@ -77,6 +84,7 @@ def merge_shards(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                 fetched = mark_stored_duplicates(con, query(con, "pipeline/update/fetched_pages", pages=files["pages"]))
                 with staged(con, s_duplicates=fetched.select("file_index", "row_index", "duplicate_of", "exact_copy")):
                     run_sql(con, "pipeline/update/stage_parse_files", **files)
+                run_sql(con, "pipeline/update/check_pages", cycle=cycle)
                 run_sql(con, "pipeline/update/discovered_urls")
                 run_sql(con, "pipeline/update/merge_parse", cycle=cycle, max_urls_per_host=settings.max_urls_per_host,
                         scope=settings.scope_rules())

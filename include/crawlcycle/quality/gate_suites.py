@@ -15,12 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.url_states import TO_FETCH, FetchOutcome
 from crawlcycle.settings import Settings
 
 STAGES = ("fetch", "parse", "update", "materialize")
-# The states still to fetch (the outcomes a fetch leaves are shard_files.OUTCOMES).
-OPEN_STATES = ["unfetched", "retry_pending", "deferred"]
 MEDIA_TYPE = r"^[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*$"  # bare and lower case: no parameters
 
 
@@ -47,8 +45,8 @@ def suites(settings: Settings) -> dict[str, list[Check]]:
               column="url"),
             c("status_known", "fetch_log", "ExpectColumnValuesToBeBetween", "HTTP status in 100..599",
               column="status", min_value=100, max_value=599),
-            c("outcome_known", "fetch_log", "ExpectColumnValuesToBeInSet", "outcome is a URL state",
-              column="outcome", value_set=list(shard_files.OUTCOMES)),
+            c("outcome_known", "fetch_log", "ExpectColumnValuesToBeInSet", "outcome is a fetch outcome",
+              column="outcome", value_set=list(FetchOutcome)),
             c("failure_explained", "fetch_log", "ExpectColumnValuesToBeInSet",
               "a row without a status carries an error class", column="explained", value_set=[True]),
             c("content_type_known", "fetch_log", "ExpectColumnValuesToMatchRegex",
@@ -86,7 +84,7 @@ def suites(settings: Settings) -> dict[str, list[Check]]:
             c("fetch_log_complete", "batch_log", "ExpectColumnValuesToNotBeNull",
               "every batch URL of the cycle was logged", column="logged_url"),
             c("frontier_crawled_disjoint", "crawled_status", "ExpectColumnValuesToNotBeInSet",
-              "a crawled page is never still to fetch", column="status", value_set=OPEN_STATES),
+              "a crawled page is never still to fetch", column="status", value_set=list(TO_FETCH)),
             c("links_source_known", "cycle_links", "ExpectColumnValuesToBeInSet",
               "links of the cycle come from a fetched page or a redirected URL", column="src_known",
               value_set=[True]),
@@ -99,14 +97,16 @@ def suites(settings: Settings) -> dict[str, list[Check]]:
             c("batch_size_respected", "next_batch", "ExpectTableRowCountToBeBetween",
               "the next batch holds at most batch_size URLs", max_value=settings.batch_size),
             c("batch_not_crawled", "next_batch", "ExpectColumnValuesToBeInSet",
-              "nothing crawled is fetched again", column="crawled", value_set=[False]),
+              "nothing crawled is fetched again but as a refresh, and a refresh is a stored page",
+              column="crawled_as_kind", value_set=[True]),
             c("batch_robots_allowed", "next_batch", "ExpectColumnValuesToBeInSet",
               "no URL its origin's stored robots.txt disallows", column="robots_allowed", value_set=[True]),
             c("batch_origins_answered", "next_batch", "ExpectColumnValuesToBeInSet",
               "every URL's origin answered its latest try (or is a seed's, not tried yet)", column="origin_answered",
               value_set=[True]),
             c("batch_open", "next_batch", "ExpectColumnValuesToBeInSet",
-              "every batch URL is still to fetch", column="status", value_set=OPEN_STATES),
+              "every new URL is still to fetch, every refresh a fetched page", column="state_as_kind",
+              value_set=[True]),
             c("per_host_cap_respected", "batch_hosts", "ExpectColumnValuesToBeBetween",
               "at most per_host_cap URLs of one host", column="urls", max_value=settings.per_host_cap),
         ],

@@ -3,7 +3,6 @@
 CREATE OR REPLACE TEMP TABLE eligible AS
 SELECT f.*
 FROM frontier f
-WHERE (f.status = 'unfetched'
-       OR (f.status IN ('retry_pending', 'deferred') AND coalesce(f.retry_after_cycle, 0) <= $next_cycle))
+WHERE url_state_due(f.status, f.retry_after_cycle, $next_cycle)
   AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.url = f.url)
   AND scope_reason(f.url, f.host, f.hops, $scope) IS NULL;

@@ -6,7 +6,7 @@ UPDATE cycles SET
     refreshes = (SELECT count(*) FROM batches WHERE fetch_cycle = $cycle AND kind = 'refresh'),
     checks_not_modified = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'not_modified'),
     checks_changed = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'changed'),
-    checks_gone = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome IN ('gone', 'moved')),
+    checks_gone = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND check_leaves_index(outcome)),
     fetched = (SELECT count(*) FROM pages WHERE cycle = $cycle),
     errors = (SELECT count(*) FROM fetch_log WHERE cycle = $cycle AND error_class IS NOT NULL),
     new_urls = (SELECT count(*) FROM frontier WHERE first_seen_cycle = $cycle),

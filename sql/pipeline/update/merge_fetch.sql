@@ -3,7 +3,7 @@
 -- inputs: s_fetch_log, s_hosts, s_origin_tries, s_requests, s_robots, s_sitemaps
 INSERT INTO fetch_log
 SELECT $cycle, shard, url, host, final_url, status, redirects, bytes, content_type, started_at, finished_at,
-       elapsed_ms, error_class, truncated, outcome
+       elapsed_ms, error_class, truncated, outcome, etag, last_modified, payload_digest
 FROM s_fetch_log;
 INSERT INTO fetch_requests (cycle, host, url, started_at, finished_at, new_connection, attempt)
 SELECT $cycle, host, url, started_at, finished_at, new_connection, attempt FROM s_requests;
@@ -70,14 +70,13 @@ FROM counted
 ORDER BY path_group;
 INSERT INTO sitemap_fetches
 SELECT $cycle, url, host, depth, status, kind, entries, admitted, reason FROM s_sitemaps;
--- URL states: transient failures retry after an exponential number of cycles, until url_attempts.
+-- URL states after the fetch, by the transitions of crawlcycle.contracts.url_states: a new URL's transient failure
+-- counts an attempt and waits 1, 2, 4, ... cycles, until url_attempts; a stored page fetched again (a refresh) stays
+-- fetched unless it is now gone or redirects.
 UPDATE frontier f SET
-    attempts = f.attempts + CASE WHEN l.outcome = 'retry_pending' THEN 1 ELSE 0 END,
-    status = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 >= $url_attempts THEN 'gone'
-                  ELSE l.outcome END,
+    attempts = f.attempts + url_attempt_failed(l.outcome, l.refresh)::INTEGER,
+    status = url_state_after(l.outcome, f.attempts, $url_attempts, l.refresh),
     status_cycle = $cycle,
-    retry_after_cycle = CASE WHEN l.outcome = 'retry_pending' AND f.attempts + 1 < $url_attempts
-                                  THEN $cycle + CAST(pow(2, f.attempts) AS INTEGER)
-                             WHEN l.outcome = 'deferred' THEN $cycle + 1 END
+    retry_after_cycle = url_retry_after(l.outcome, f.attempts, $url_attempts, $cycle, l.refresh)
 FROM s_fetch_log l
 WHERE f.url = l.url;

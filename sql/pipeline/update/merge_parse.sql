@@ -1,9 +1,13 @@
--- Merge the shards' parse output of cycle $cycle (staged as s_pages, s_links, s_new).
+-- Merge the shards' parse output of cycle $cycle (staged as s_pages, s_links, s_new), after the checks of the stored
+-- pages fetched again (check_pages: a changed page's stored row and links are gone by now).
 -- inputs: s_fetch_log, s_links, s_new, s_pages, s_rejects
+-- A page stored already (a refresh that found it unchanged, a redirect target fetched again) keeps its row.
 INSERT INTO pages (url, host, cycle, status, content_type, title, text, description, lang, content_hash, simhash,
-                   duplicate_of, n_links, noindex, reason, bytes, date, canonical_link, checked_cycle, changed_cycle)
+                   duplicate_of, n_links, noindex, reason, bytes, date, canonical_link, checked_cycle, changed_cycle,
+                   etag, last_modified, payload_digest, fetched_at)
 SELECT url, host, $cycle, status, content_type, title, text, description, lang, content_hash, simhash,
-       duplicate_of, n_links, noindex, reason, bytes, CAST(date AS DATE), canonical_link, $cycle, $cycle
+       duplicate_of, n_links, noindex, reason, bytes, CAST(date AS DATE), canonical_link, $cycle, $cycle,
+       etag, last_modified, payload_digest, fetched_at
 FROM s_pages
 ON CONFLICT DO NOTHING;
 -- A page reached through a same-host redirect is stored under its final URL: give it a frontier row, as many hops
@@ -15,7 +19,7 @@ SELECT p.url, p.host, $cycle, (SELECT coalesce(max(discovery_seq), 0) FROM front
 FROM s_pages p ANTI JOIN frontier f ON f.url = p.url;
 -- A redirect target that was already waiting in the frontier has now been fetched through the redirect.
 UPDATE frontier SET status = 'fetched', status_cycle = $cycle
-WHERE status IN ('unfetched', 'retry_pending', 'deferred') AND url IN (SELECT url FROM s_pages);
+WHERE url_state_to_fetch(status) AND url IN (SELECT url FROM s_pages);
 -- New URLs enter in discovery order with their hops from the nearest seed (a link one more than its page, a redirect
 -- target as many as the URL that redirected, a canonical URL as many as the page naming it, a sitemap entry one more
 -- than its host's nearest URL), when the crawl scope ($scope, see scope_reason) admits them and their host holds

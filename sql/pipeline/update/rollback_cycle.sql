@@ -1,9 +1,8 @@
 -- Undo what a previous run of cycle $cycle wrote, so a re-run replaces its output exactly. The tables ordering
 -- policies own are cleared by crawlcycle.ordering.registry.clear_cycle, from the policy registry.
 UPDATE frontier f SET attempts = f.attempts - 1
-FROM fetch_log l
-WHERE l.cycle = $cycle AND l.url = f.url AND l.outcome IN ('retry_pending', 'gone') AND l.error_class IS NOT NULL
-  AND f.attempts > 0;
+FROM fetch_log l LEFT JOIN batches b ON b.fetch_cycle = l.cycle AND b.url = l.url
+WHERE l.cycle = $cycle AND l.url = f.url AND url_attempt_failed(l.outcome, coalesce(b.kind = 'refresh', false));
 -- Pages of earlier cycles that this cycle folded into their canonical are fetched pages again, as before the fold.
 UPDATE frontier f SET status = 'fetched', status_cycle = p.cycle
 FROM pages p
@@ -20,6 +19,13 @@ DELETE FROM frontier WHERE first_seen_cycle = $cycle;
 DELETE FROM links WHERE cycle = $cycle;
 DELETE FROM url_rejects WHERE cycle = $cycle;
 DELETE FROM pages WHERE cycle = $cycle;
+-- The page rows and out-links the cycle's checks changed or removed, as they were before it.
+DELETE FROM pages WHERE url IN (SELECT url FROM replaced_pages WHERE replaced_cycle = $cycle);
+INSERT INTO pages BY NAME SELECT * EXCLUDE (replaced_cycle) FROM replaced_pages WHERE replaced_cycle = $cycle;
+INSERT INTO links BY NAME SELECT * EXCLUDE (replaced_cycle) FROM replaced_links WHERE replaced_cycle = $cycle;
+DELETE FROM replaced_pages WHERE replaced_cycle = $cycle;
+DELETE FROM replaced_links WHERE replaced_cycle = $cycle;
+DELETE FROM page_checks WHERE cycle = $cycle;
 DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;
 DELETE FROM sitemap_fetches WHERE cycle = $cycle;

@@ -5,13 +5,14 @@
 -- inputs: s_duplicates, s_fetch_log, s_sitemap_urls
 CREATE OR REPLACE TEMP TABLE s_pages AS
 SELECT p.url, p.status, p.content_type, p.title, p.text, p.description, p.date, p.lang, p.content_hash, p.simhash,
-       d.duplicate_of, p.n_links, p.noindex, p.canonical_link, p.reason, p.bytes, host_of(p.url) AS host, d.exact_copy
+       d.duplicate_of, p.n_links, p.noindex, p.canonical_link, p.reason, p.bytes, host_of(p.url) AS host, d.exact_copy,
+       p.etag, p.last_modified, p.payload_digest, p.fetched_at
 FROM shard_rows($pages) p JOIN s_duplicates d USING (file_index, row_index)
 ORDER BY file_index, row_index;
 CREATE OR REPLACE TEMP TABLE s_redirects AS
 SELECT url, final_url, file_index, row_index
 FROM s_fetch_log
-WHERE starts_with(outcome, 'redirected') AND final_url IS NOT NULL;
+WHERE url_redirected(outcome) AND final_url IS NOT NULL;
 -- The links found: the pages' own but those of an exact copy of a stored page (merged before), then a link from
 -- every redirected URL to its target (empty anchor); seq keeps that order.
 CREATE OR REPLACE TEMP TABLE s_found_links AS

@@ -1,6 +1,6 @@
 -- Links the cycle stored: is the source a fetched page (or a redirected URL), the destination a known URL?
 SELECT l.src, l.dst,
-       p.url IS NOT NULL OR coalesce(s.status LIKE 'redirected%', false) AS src_known,
+       p.url IS NOT NULL OR coalesce(url_redirected(s.status), false) AS src_known,
        f.url IS NOT NULL AS dst_known
 FROM links l
 LEFT JOIN pages p ON p.url = l.src
