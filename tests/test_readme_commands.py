@@ -51,6 +51,12 @@ EXCLUDED = {
     "--batch-size 50 --cycles 5 --out sim/ --user-agent \"me (+https://example.org/crawler)\"":
         "placeholder files, and every policy for five cycles takes minutes; tests/test_simulator.py runs simulate, "
         "--policy all included",
+    ".venv/bin/crawlcycle simulate --snapshot data/dev-docs-over-time/bullseye.warc.gz --snapshot "
+    "data/dev-docs-over-time/bookworm.warc.gz@5 --snapshot data/dev-docs-over-time/trixie.warc.gz@9 --snapshot "
+    "data/dev-docs-over-time/sid.warc.gz@13 --queries sim/queries.tsv --seeds sim/seeds.txt --refresh-policy all "
+    "--cycles 16 --batch-size 190 --jobs 2 --out sim/ --user-agent \"me (+https://example.org/crawler)\"":
+        "a series built from Debian packages (bench/series.py build), every refresh policy for 16 cycles: hours; "
+        "tests/test_simulator.py simulates two-version series, serially and side by side",
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
         "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",

@@ -4,15 +4,20 @@ web-search queries (CodeSearchNet) whose frequencies are synthetic: Zipf, f(rank
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
 import duckdb
 import polars as pl
 import pytest
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
+from crawlcycle.devtools.warc_server import Series
 from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
+from crawlcycle.quality.gate_suites import check_names
 from crawlcycle.settings import POLICIES, Settings, load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.snapshot_cut import cut
@@ -172,7 +177,7 @@ def test_side_by_side_runs_give_the_outputs_of_a_serial_run(inputs: dict[str, Pa
         timeless = [{k: v for k, v in s[policy].items() if not k.endswith("seconds")} for s in (serial, summaries)]
         assert timeless[0] == timeless[1]
     # progress: per policy and cycle, with what is left
-    assert "bfs: cycle 2/3 done" in "\n".join(lines) and "about" in lines[-1] and "2/2 policies" in lines[-1]
+    assert "bfs: cycle 2/3 done" in "\n".join(lines) and "about" in lines[-1] and "2/2 runs" in lines[-1]
     # the truth came from the cache the first run filled
     assert json.loads((tmp_path / "truth.json").read_text())["cached"] is True
 
@@ -194,3 +199,155 @@ def test_the_truth_is_kept_until_an_input_or_setting_changes(inputs: dict[str, P
         truth, cached = ground_truth(*changed, cache)
         assert not cached and truth.folder != first.folder
     assert len(list(cache.glob("truth-*"))) == 4
+
+
+# A web that changes, small enough to know every answer: a home page linking four pages. Version 2 (from cycle 3)
+# rewrites p1 (its word alpha becomes omega), drops p2, publishes p4 (404 before) and keeps home and p3 as they were.
+WORDS = {"home": "Welcome to this small site about nothing in particular",
+         "p1": "harbour lantern copper meadow", "p1v2": "orchard violin pebble thunder",
+         "p2": "glacier saddle marble candle", "p3": "falcon quarry ribbon tundra", "p4": "cobalt prairie ferry anvil"}
+TERMS = {"p1": "alpha", "p1v2": "omega", "p2": "beta", "p3": "gamma", "p4": "delta"}
+
+
+def _page(name: str) -> bytes:
+    if name == "home":
+        links = "".join(f'<li><a href="/p{i}.html">{n}</a></li>' for i, n in enumerate(
+            ("first", "second", "third", "fourth"), 1))
+        return (f"<html><head><title>Small site</title></head><body><main><h1>Small site</h1><p>{WORDS['home']}."
+                f"</p><ul>{links}</ul></main></body></html>").encode()
+    term, words = TERMS[name], WORDS[name].split()
+    paragraphs = "".join(f"<p>The {term} {w} shows how a {w} and the {term} stand together in the long evening, "
+                         f"as every {w} of the {term} has done before the {words[(i + 1) % 4]} came.</p>"
+                         for i, w in enumerate(words))
+    return (f"<html><head><title>About {term}</title></head><body><main><h1>About {term}</h1>{paragraphs}</main>"
+            "</body></html>").encode()
+
+
+def _version(path: Path, names: dict[str, str]) -> Path:
+    """A WARC of site.test: robots.txt and a page per ``names`` (path -> page name)."""
+    records = {"/robots.txt": (b"User-agent: *\nDisallow:\n", "text/plain")}
+    records |= {target: (_page(name), "text/html; charset=utf-8") for target, name in names.items()}
+    with path.open("wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for target, (body, ctype) in records.items():
+            writer.write_record(writer.create_warc_record(
+                f"http://site.test{target}", "response", payload=io.BytesIO(body),
+                http_headers=StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")))
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("two-versions")
+    (d / "seeds.txt").write_text("http://site.test/\n")
+    (d / "queries.tsv").write_text("omega\t1\ngamma\t3\ndelta\t1\nalpha\t2\nbeta\t2\n")
+    return {"v1": _version(d / "v1.warc.gz", {"/": "home", "/p1.html": "p1", "/p2.html": "p2", "/p3.html": "p3"}),
+            "v2": _version(d / "v2.warc.gz", {"/": "home", "/p1.html": "p1v2", "/p3.html": "p3", "/p4.html": "p4"}),
+            "seeds": d / "seeds.txt", "queries": d / "queries.tsv"}
+
+
+def test_quality_freshness_and_age_on_a_web_whose_answer_is_known(two_versions: dict[str, Path], cache: Path,
+                                                                  tmp_path: Path) -> None:
+    code = main(["simulate", "--snapshot", str(two_versions["v1"]), "--snapshot", f"{two_versions['v2']}@3",
+                 "--switch", "at-start", "--queries", str(two_versions["queries"]), "--seeds",
+                 str(two_versions["seeds"]), "--policy", "bfs", "--refresh-policy", "none", "--cycles", "4",
+                 "--batch-size", "12", "--out", str(tmp_path / "out"), "--cache", str(cache),
+                 "--user-agent", USER_AGENT, "--shards", "1", "--data-dir", str(tmp_path / "data")])
+    assert code == 0
+    rows = list(csv.DictReader((tmp_path / "out" / "quality.csv").open()))
+    figures = [{k: float(r[k]) for k in ("quality", "quality_bm25s", "freshness", "age")} for r in rows]
+    # 1: only home is stored, and no query finds it. 2: every page of version 1 is stored and fresh: each query that
+    # has a live answer finds it first. 3 and 4: version 2 is live; p1 and p2 are stale (p2 gone), home and p3 fresh.
+    # Of the queries with a live answer (omega 1, gamma 3, delta 1), only gamma's is shown: 3 / 5.
+    assert figures == [{"quality": 0.0, "quality_bm25s": 0.0, "freshness": 1.0, "age": 0.0},
+                       {"quality": 1.0, "quality_bm25s": 1.0, "freshness": 1.0, "age": 0.0},
+                       {"quality": 0.6, "quality_bm25s": 0.6, "freshness": 0.5, "age": 0.5},
+                       {"quality": 0.6, "quality_bm25s": 0.6, "freshness": 0.5, "age": 1.0}]
+    assert [int(r["indexed"]) for r in rows] == [1, 4, 4, 4]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    repo = summary["repository"]
+    assert repo["first_switch"] == 3 and [{k: c[k] for k in figures[0]} for c in repo["cycles"]] == figures
+    assert repo["mean_after_first_switch"] == {"cycles": 2, "quality": 0.6, "quality_bm25s": 0.6, "freshness": 0.5,
+                                               "age": 0.75, "batch_new": 0.0, "batch_refresh": 0.0}
+    assert summary["refresh_policy"] == "none" and summary["switch"] == "at-start"
+    assert [v["start"] for v in summary["versions"]] == [1, 3]
+    with (tmp_path / "out" / "order.csv").open() as f:
+        order = list(csv.DictReader(f))
+    assert list(order[0]) == ["cycle", "url", "rank", "kind", "version", "outcome"]
+    assert [(r["cycle"], r["url"].rsplit("/", 1)[1], r["kind"], r["version"], r["outcome"]) for r in order] == [
+        ("1", "", "new", "1", "fetched"), *(("2", f"p{i}.html", "new", "1", "gone" if i == 4 else "fetched")
+                                            for i in (1, 2, 3, 4))]
+    truth = json.loads((tmp_path / "out" / "truth.json").read_text())
+    assert [c.get("same_as") for c in truth["cycles"]] == [None, 1, None, 3]  # one truth per distinct web
+    assert (tmp_path / "out" / "quality.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def _refresh_gates_warn() -> str:
+    """The materialize checks that refused a batch holding stored pages before the gates knew refreshes: warnings,
+    where they still exist."""
+    return ",".join(n for n in ("batch_not_crawled", "batch_open") if n in check_names())
+
+
+def test_side_by_side_runs_on_a_series_give_the_outputs_of_a_serial_run(two_versions: dict[str, Path], cache: Path,
+                                                                        tmp_path: Path) -> None:
+    versions = [two_versions["v1"], two_versions["v2"]]
+    outs = {}
+    for jobs in (2, 1):
+        outs[jobs] = simulate(_settings(gate_warn=_refresh_gates_warn()), versions, two_versions["queries"],
+                              two_versions["seeds"], ["bfs"], 5, tmp_path / f"jobs-{jobs}", progress=lambda m: None,
+                              jobs=jobs, cache=cache, starts=[1, 4], switch_seed=5,
+                              refresh_policies=["none", "uniform"])
+    assert list(outs[1]) == ["none", "uniform"]
+    for run in ("none", "uniform"):
+        for name in ("order.csv", "quality.csv", "curve.csv"):
+            assert (tmp_path / "jobs-1" / run / name).read_bytes() == (tmp_path / "jobs-2" / run / name).read_bytes()
+        timeless = [{k: v for k, v in s[run].items() if not k.endswith("seconds")} for s in outs.values()]
+        assert timeless[0] == timeless[1]
+    # every fetch, refreshes included, with the version the web served it from
+    web = Series([([p], s) for p, s in zip(versions, (1, 4), strict=True)], seed=5)
+    order = list(csv.DictReader((tmp_path / "jobs-1" / "uniform" / "order.csv").open()))
+    refreshes = [r for r in order if r["kind"] == "refresh"]
+    assert refreshes and {r["kind"] for r in order} == {"new", "refresh"}
+    assert all(int(r["version"]) == web.version_of(r["url"], int(r["cycle"])) + 1 for r in order)
+    assert {r["outcome"] for r in refreshes} <= {"fetched", "not_modified", "unchanged", "changed", "gone"}
+    assert outs[1]["uniform"]["repository"]["first_switch"] == web.first_switch() == 2
+    assert sum(c["batch_refresh"] for c in outs[1]["uniform"]["repository"]["cycles"]) == len(
+        [r for r in order if r["kind"] == "refresh"])
+    assert all(c["batch_refresh"] == 0 for c in outs[1]["none"]["repository"]["cycles"])
+    assert (tmp_path / "jobs-1" / "quality.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_series_keeps_the_refresh_setting_and_one_snapshot_refreshes_nothing(
+        two_versions: dict[str, Path], two_policies: tuple[Path, dict], cache: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture) -> None:
+    assert {s["refresh_policy"] for s in two_policies[1].values()} == {"none"}
+    code = main(["simulate", "--snapshot", str(two_versions["v1"]), "--snapshot", f"{two_versions['v2']}@2",
+                 "--queries", str(two_versions["queries"]), "--seeds", str(two_versions["seeds"]), "--policy", "bfs",
+                 "--cycles", "2", "--batch-size", "12", "--out", str(tmp_path / "out"), "--cache", str(cache),
+                 "--user-agent", USER_AGENT, "--shards", "1", "--data-dir", str(tmp_path / "data"),
+                 *(["--gate-warn", _refresh_gates_warn()] if _refresh_gates_warn() else [])])
+    assert code == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["refresh_policy"] == Settings().refresh_policy == "impact"
+    assert "repository (cycles >= 2) quality" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--snapshot", "V1@3"], "the first version starts at cycle 1"),
+    (["--snapshot", "V1", "--snapshot", "V2"], "v2.warc.gz needs the cycle it starts at (FILE@CYCLE)"),
+    (["--snapshot", "V1", "V2", "--snapshot", "V2@3"], "a series names one file per --snapshot"),
+    (["--snapshot", "V1", "--snapshot", "V2@9"], "starts at cycle 9, after the last of the 3 cycles"),
+    (["--snapshot", "V1", "--snapshot", "V2@1"], "must start after the version before it (cycle 1)"),
+    (["--snapshot", "V1", "--refresh-policy", "impact,weekly"], "--refresh-policy: unknown refresh policy weekly"),
+    (["--snapshot", "V1", "--policy", "bfs,nope"], "--policy: unknown policy nope"),
+])
+def test_bad_series_flags_are_one_line_errors(two_versions: dict[str, Path], tmp_path: Path, flags: list[str],
+                                              message: str, capsys: pytest.CaptureFixture) -> None:
+    given = [str(two_versions["v1"]) + f[2:] if f.startswith("V1") else str(two_versions["v2"]) + f[2:]
+             if f.startswith("V2") else f for f in flags]
+    code = main(["simulate", *given, "--queries", str(two_versions["queries"]), "--seeds", str(two_versions["seeds"]),
+                 "--cycles", "3", "--out", str(tmp_path / "out"), "--user-agent", USER_AGENT,
+                 "--data-dir", str(tmp_path / "data")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()

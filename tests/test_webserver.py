@@ -16,7 +16,15 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.devtools.demo_web import generate
-from crawlcycle.devtools.warc_server import WarcWeb, canonical_target, serve
+from crawlcycle.devtools.warc_server import (
+    FIXED_DATE,
+    NOT_FOUND,
+    Series,
+    ServerHandle,
+    WarcWeb,
+    canonical_target,
+    serve,
+)
 
 
 def fetch(port: int, host: str, target: str, method: str = "GET") -> tuple[int, dict[str, str], bytes, float]:
@@ -106,7 +114,7 @@ def test_head_sends_headers_only(demo) -> None:
 
 def test_slow_host_waits(demo) -> None:
     _, server, records, behaviour = demo
-    (slow, rule), = behaviour.items()
+    (slow, rule), = ((host, rule) for host, rule in behaviour.items() if "delay" in rule)
     fast = next(u.split("/")[2] for u in records if slow not in u)
     assert fetch(server.port, slow, "/")[3] >= rule["delay"]
     # The wait holds that host's answer only: another host, asked while it waits, answers first.
@@ -193,3 +201,149 @@ def test_real_dev_docs_snapshot(dev_docs: Path) -> None:
         assert fetch(server.port, "sqlite.docs.test", "/robots.txt")[2] == b"User-agent: *\nCrawl-delay: 2\n"
         assert fetch(server.port, "python.docs.test", "/")[0] == 404
         assert fetch(server.port, "python.docs.test", "/whatsnew/changelog.html")[0] == 404
+
+
+# A web that changes: versions of one host, each a WARC with validators as nginx sends them.
+V1_DATE, V2_DATE = "Tue, 03 Nov 2026 10:00:00 GMT", "Mon, 02 Nov 2026 09:00:00 GMT"  # the date goes back
+
+
+def write_version(path: Path, pages: dict[str, bytes], modified: str, validators: bool = True) -> Path:
+    """A WARC of 200 responses of host a.test, each with ``modified`` as Last-Modified and an nginx-style ETag."""
+    with path.open("wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for target, body in pages.items():
+            headers = [("Content-Type", "text/html"), ("Date", modified)]
+            if validators:
+                headers += [("Last-Modified", modified), ("ETag", f'"{abs(hash((modified, body))):x}-{len(body):x}"')]
+            writer.write_record(writer.create_warc_record(
+                f"http://a.test{target}", "response", payload=io.BytesIO(body),
+                http_headers=StatusAndHeaders("200 OK", headers, protocol="HTTP/1.1")))
+    return path
+
+
+def conditional(port: int, target: str, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", target, headers={"Host": "a.test", **{k.replace("_", "-"): v for k, v in headers.items()}})
+    resp = conn.getresponse()
+    out = resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    conn.close()
+    return out
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("series")
+    kept = {f"/kept/{i}.html": f"<p>kept {i}</p>".encode() for i in range(40)}
+    v1 = {"/a.html": b"<p>one</p>", "/same.html": b"<p>same</p>", "/dropped.html": b"<p>soon gone</p>", **kept}
+    v2 = {"/a.html": b"<p>two</p>", "/same.html": b"<p>same</p>", "/new.html": b"<p>new</p>",
+          **{t: b.replace(b"kept", b"changed") for t, b in kept.items()}}
+    return write_version(d / "v1.warc.gz", v1, V1_DATE), write_version(d / "v2.warc.gz", v2, V2_DATE)
+
+
+def test_series_at_start_serves_each_version_from_its_start(versions: tuple[Path, Path]) -> None:
+    v1, v2 = versions
+    web = Series([([v1], 1), ([v2], 4)], switch="at-start")
+    with serve(web) as server:
+        for t in (1, 2, 3):
+            server.set_time(t)
+            assert conditional(server.port, "/a.html")[2] == b"<p>one</p>"
+            assert conditional(server.port, "/new.html")[0] == 404  # not published yet
+            assert conditional(server.port, "/dropped.html")[0] == 200
+            assert web.version_of("http://a.test/a.html", t) == 0
+        server.set_time(4)
+        assert conditional(server.port, "/a.html")[2] == b"<p>two</p>"
+        assert conditional(server.port, "/new.html")[2] == b"<p>new</p>"  # a page new in a version appears
+        assert conditional(server.port, "/dropped.html")[0] == 404  # one it dropped is gone
+        assert web.version_of("http://a.test/a.html", 4) == 1
+        assert web.first_switch() == 4
+
+
+def _switches(handle: ServerHandle, targets: list[str], times: range) -> dict[str, int]:
+    """The first time each target answered as its second version (changed, published or gone), seen over HTTP."""
+    first: dict[str, int] = {}
+    for t in times:
+        handle.set_time(t)
+        for target in targets:
+            status, _, body = conditional(handle.port, target)
+            moved = status == 404 if target == "/dropped.html" else status == 200 and b"kept" not in body
+            if moved:
+                first.setdefault(target, t)
+    return first
+
+
+def test_drawn_switches_are_seeded_and_fall_between_the_starts(versions: tuple[Path, Path]) -> None:
+    v1, v2 = versions
+    targets = [f"/kept/{i}.html" for i in range(40)] + ["/new.html", "/dropped.html"]
+    seen: dict[int, list[dict[str, int]]] = {}
+    for seed in (7, 7, 8):
+        web = Series([([v1], 1), ([v2], 6)], seed=seed)
+        with serve(web) as server:
+            seen.setdefault(seed, []).append(_switches(server, targets, range(1, 8)))
+        # what the server did is what the series says it does
+        assert seen[seed][-1] == {t: web.switch_time(("a.test", t), 0) for t in targets}
+    first, again = seen[7]
+    assert first == again  # the same seed moves the same URLs at the same cycles
+    assert first != seen[8][0]
+    assert set(first) == set(targets)  # every URL moved by the second version's start
+    assert set(first.values()) == {2, 3, 4, 5, 6}  # drawn over the cycles after the first start, up to the second
+
+
+def test_conditional_requests_are_answered_from_the_served_validators(versions: tuple[Path, Path]) -> None:
+    v1, v2 = versions
+    with serve(Series([([v1], 1), ([v2], 2)], switch="at-start")) as server:
+        status, headers, body = conditional(server.port, "/a.html")
+        etag, modified = headers["etag"], headers["last-modified"]
+        assert (status, modified) == (200, V1_DATE)
+        status, headers304, body = conditional(server.port, "/a.html", If_None_Match=etag)
+        assert (status, body) == (304, b"")
+        assert (headers304["etag"], headers304["last-modified"]) == (etag, modified)
+        assert "content-length" not in headers304
+        assert conditional(server.port, "/a.html", If_None_Match=f'"x", W/{etag}')[0] == 304  # weak comparison
+        assert conditional(server.port, "/a.html", If_None_Match="*")[0] == 304
+        assert conditional(server.port, "/a.html", If_Modified_Since=V1_DATE)[0] == 304
+        # If-None-Match decides alone: a stale tag gets the page even with a matching date
+        assert conditional(server.port, "/a.html", If_None_Match='"stale"', If_Modified_Since=V1_DATE)[0] == 200
+        assert conditional(server.port, "/nowhere.html", If_None_Match="*")[0] == 404
+        server.set_time(2)
+        # the page changed and its Last-Modified went back: only an exact match is "not modified"
+        assert conditional(server.port, "/a.html", If_Modified_Since=V1_DATE)[:3:2] == (200, b"<p>two</p>")
+        assert conditional(server.port, "/a.html", If_None_Match=etag)[0] == 200
+        assert conditional(server.port, "/same.html", If_Modified_Since=V2_DATE)[0] == 304
+
+
+def test_hosts_that_ignore_conditions_lie_or_send_no_validators(versions: tuple[Path, Path]) -> None:
+    v1, v2 = versions
+    web = Series([([v1], 1), ([v2], 2)], switch="at-start")
+    kinds = {"ignores": {"conditional": False}, "lies": {"validators": "fixed-date"}, "bare": {"validators": "none"}}
+    for kind, rule in kinds.items():
+        with serve(web, behaviour={"a.test": rule}) as server:
+            status, headers, _ = conditional(server.port, "/a.html")
+            tags = {k: headers.get(k) for k in ("etag", "last-modified")}
+            asked = {"If_None_Match": tags["etag"] or '"none"', "If_Modified_Since": tags["last-modified"] or V1_DATE}
+            if kind == "ignores":
+                assert tags["etag"] and tags["last-modified"] == V1_DATE
+                assert conditional(server.port, "/a.html", **asked)[:3:2] == (200, b"<p>one</p>")
+            elif kind == "lies":
+                assert tags == {"etag": None, "last-modified": FIXED_DATE}
+                server.set_time(2)  # the page changed; its date did not
+                status, headers, body = conditional(server.port, "/a.html", If_Modified_Since=FIXED_DATE)
+                assert (status, body, headers["last-modified"]) == (304, b"", FIXED_DATE)
+            else:
+                assert tags == {"etag": None, "last-modified": None}
+                assert conditional(server.port, "/a.html", If_Modified_Since=V1_DATE)[0] == 200
+                assert conditional(server.port, "/a.html", If_None_Match="*")[0] == 304  # "*": any current page
+
+
+def test_the_live_web_of_a_time_is_one_warc_of_what_it_serves(versions: tuple[Path, Path], tmp_path: Path) -> None:
+    v1, v2 = versions
+    web = Series([([v1], 1), ([v2], 6)], seed=3)
+    written = web.write_live(4, tmp_path / "live.warc.gz")
+    live = warc_records(tmp_path / "live.warc.gz")
+    assert written == len(live)
+    with serve(web) as server:
+        server.set_time(4)
+        for target in ("/a.html", "/same.html", "/new.html", "/dropped.html", *(f"/kept/{i}.html" for i in range(40))):
+            status, _, body = conditional(server.port, target)
+            url = f"http://a.test{target}"
+            assert (status, body) == ((200, live[url][2]) if url in live else (404, NOT_FOUND.body))
+    assert web.served(4) != web.served(5) and web.served(6) == web.served(7)

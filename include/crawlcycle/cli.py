@@ -22,7 +22,6 @@ from crawlcycle.settings import (
     SettingsError,
     describe,
     load_settings,
-    with_overrides,
 )
 
 CONFIG_NAME = "crawlcycle.toml"
@@ -84,8 +83,9 @@ def cmd_demo_web(args: argparse.Namespace) -> int:
     from crawlcycle.devtools import demo
 
     settings = _settings(args)
-    web = demo.ensure_demo_web(settings, regenerate=args.regenerate)
-    print(f"demo web: {web}")
+    days = demo.demo_days(settings, regenerate=args.regenerate)
+    more = f" .. {days[-1][1]} ({len(days)} days from {days[0][0]})" if len(days) > 1 else ""
+    print(f"demo web: {days[0][1]}{more}")
     if args.serve:
         demo.serve_forever(settings)
     return 0
@@ -226,28 +226,74 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def _names(value: str, known: tuple[str, ...], flag: str, what: str) -> list[str]:
+    """A flag naming one or more of ``known`` (comma-separated), or 'all'."""
+    if value == "all":
+        return list(known)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise SettingsError(f"{flag}: unknown {what} {', '.join(unknown) or repr(value)}; choose from "
+                            f"{', '.join(known)}, or all")
+    return names
+
+
+def _snapshots(groups: list[list[str]]) -> tuple[list[Path], list[int] | None]:
+    """``--snapshot``: one occurrence names the files of one snapshot; several name the versions of a series, one
+    file each with the cycle it starts at (``FILE@CYCLE``; the first starts at cycle 1)."""
+
+    def split(token: str) -> tuple[Path, int | None]:
+        path, at, cycle = token.rpartition("@")
+        if at and cycle.isdigit() and not Path(token).exists():
+            return Path(path), int(cycle)
+        return Path(token), None
+
+    if len(groups) == 1:
+        (one,) = groups
+        parts = [split(t) for t in one]
+        if len(parts) == 1 and parts[0][1] not in (None, 1):
+            raise SettingsError(f"--snapshot: {one[0]}: the first version starts at cycle 1")
+        if len(parts) > 1 and any(c is not None for _, c in parts):
+            raise SettingsError("--snapshot: a series names one file per --snapshot (FILE@CYCLE)")
+        return [p for p, _ in parts], None
+    if any(len(g) != 1 for g in groups):
+        raise SettingsError("--snapshot: a series names one file per --snapshot (FILE@CYCLE)")
+    parts = [split(g[0]) for g in groups]
+    missing = [g[0] for g, (_, c) in zip(groups[1:], parts[1:], strict=True) if c is None]
+    if missing:
+        raise SettingsError(f"--snapshot: {missing[0]} needs the cycle it starts at (FILE@CYCLE)")
+    return [p for p, _ in parts], [1 if parts[0][1] is None else parts[0][1], *(c for _, c in parts[1:])]
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
     from crawlcycle.evaluation.simulator import simulate
     from crawlcycle.settings import POLICIES
 
-    run_all = args.policies == "all"
     settings = _settings(args, fetches=True)
-    if args.policies and not run_all:
-        settings = with_overrides(settings, {"policy": args.policies}, source="flag")
+    policies = _names(args.policies, POLICIES, "--policy", "policy") if args.policies else [settings.policy]
+    refresh = (_names(args.refresh_policies, REFRESH_POLICIES, "--refresh-policy", "refresh policy")
+               if args.refresh_policies else None)
+    snapshots, starts = _snapshots(args.snapshots)
     # By default each run gets its own folder where the Crawl page looks for the newest curves.
     out = Path(args.out) if args.out else Path(settings.data_dir) / "simulations" / time.strftime("%Y%m%d-%H%M%S")
     try:
-        summaries = simulate(settings, [Path(p) for p in args.snapshots], Path(args.queries), Path(args.seeds),
-                             list(POLICIES) if run_all else [settings.policy], args.cycles, out,
+        summaries = simulate(settings, snapshots, Path(args.queries), Path(args.seeds), policies, args.cycles, out,
                              progress=lambda m: print(m, flush=True), jobs=args.jobs,
-                             cache=Path(args.cache) if args.cache else None)
+                             cache=Path(args.cache) if args.cache else None, starts=starts, switch=args.switch,
+                             switch_seed=args.switch_seed, refresh_policies=refresh)
     except ValueError as e:
         raise SettingsError(str(e)) from None
     for name, summary in summaries.items():
         judged = "; ".join(judge + " " + ", ".join(f"{b} {v['pct_of_ideal']:.2f}" if v["pct_of_ideal"] is not None
                                                    else f"{b} -" for b, v in budgets.items())
                            for judge, budgets in summary["budgets_by_judge"].items())
-        print(f"{name}: share of ideal at {judged}; {summary['seconds']} s")
+        repo = summary["repository"]
+        means, when = ((repo["mean_after_first_switch"], f"cycles >= {repo['first_switch']}")
+                       if repo["mean_after_first_switch"] else (repo["mean"], "all cycles"))
+        figures = ", ".join(f"{k} {means[k]:.3f}" for k in ("quality", "quality_bm25s", "freshness", "age")
+                            if means[k] is not None)
+        print(f"{name}: share of ideal at {judged}; repository ({when}) {figures or '-'}; {summary['seconds']} s")
     print(f"outputs in {out}")
     return 0
 
@@ -303,20 +349,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
     add("settings", cmd_settings, "print every setting as resolved from file, environment and flags, each not at its "
                                   "default with where it came from")
-    # --snapshot takes several WARC files here, and --policy also 'all': not the settings of those names.
-    p = add("simulate", cmd_simulate, "compare ordering policies offline: real cycles over a WARC snapshot",
-            exclude=("snapshot", "policy"))
-    p.add_argument("--snapshot", dest="snapshots", nargs="+", required=True, metavar="WARC",
-                   help="WARC files of the snapshot (the whole web of the run)")
+    # --snapshot takes WARC files and versions here, --policy and --refresh-policy also lists and 'all': not the
+    # settings of those names.
+    p = add("simulate", cmd_simulate, "compare ordering and refresh policies offline: real cycles over WARC "
+            "snapshots, one frozen web or a series of versions", exclude=("snapshot", "policy", "refresh_policy"))
+    p.add_argument("--snapshot", dest="snapshots", nargs="+", action="append", required=True,
+                   metavar="WARC[@CYCLE]",
+                   help="WARC files of one snapshot (the whole web of the run); or, repeated, the versions of a "
+                        "web that changes, FILE@CYCLE each, the cycle it starts at (the first may leave out @1)")
+    p.add_argument("--switch", choices=("drawn", "at-start"), default="drawn",
+                   help="how a series moves a URL to its next version: at a cycle drawn for it between the two "
+                        "versions' starts (default), or at the next version's start")
+    p.add_argument("--switch-seed", type=int, default=0, help="seed of the drawn switches (default 0)")
     p.add_argument("--queries", required=True, help="query-log file (.tsv or .parquet), read by every cycle")
     p.add_argument("--seeds", required=True, help="seed URLs, one per line")
     p.add_argument("--policy", dest="policies",
-                   help="ordering policy, or 'all' for every policy (default: the policy setting)")
+                   help="ordering policy, a comma-separated list, or 'all' for every policy (default: the policy "
+                        "setting)")
+    p.add_argument("--refresh-policy", dest="refresh_policies",
+                   help="refresh policy, a comma-separated list, or 'all' (default: the refresh_policy setting on "
+                        "a series; none on one snapshot unless the settings name one)")
     p.add_argument("--cycles", type=int, default=3, help="cycles per policy (default 3)")
-    p.add_argument("--out", help="output folder: order.csv, curve.csv, summary.json, curve.png "
-                                 "(default: <data_dir>/simulations/<date-time>)")
-    p.add_argument("--jobs", type=int, default=1, help="policies run side by side, each in its own process "
-                                                       "(default 1; more than the cores gains nothing)")
+    p.add_argument("--out", help="output folder: order.csv, curve.csv, quality.csv, summary.json, curve.png, "
+                                 "quality.png (default: <data_dir>/simulations/<date-time>)")
+    p.add_argument("--jobs", type=int, default=1, help="runs side by side, each in its own process and with its own "
+                                                       "web server (default 1; more than the cores gains nothing)")
     p.add_argument("--cache", help="folder keeping ground truths and parse results between runs "
                                    "(default: <data_dir>/simulation-cache)")
     p = add("fault-run", cmd_fault_run, "crawl N cycles straight and again with SIGKILLs at random points, each "

@@ -16,7 +16,8 @@ def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.
     pages = pl.DataFrame({"url": [f"http://a.test/{i}" for i in range(20)],
                           "impact": [float(20 - i) for i in range(20)], "impact_bm25s": [float(i) for i in range(20)],
                           "in_links": list(range(20)), "hot": [i < 2 for i in range(20)]})
-    truth = Truth(pages, {"a.test"})
+    truth = Truth(pages, {"a.test"}, pl.DataFrame(schema={"judge": pl.String, "query": pl.String, "rank": pl.Int64,
+                                                          "url": pl.String}))
     curves = {}
     for k, policy in enumerate(policies):
         order = pages.sample(fraction=1.0, shuffle=True, seed=seed + k).select(page="url")

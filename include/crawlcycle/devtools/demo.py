@@ -1,21 +1,31 @@
-"""The embedded demo: a generated multi-host web served on loopback, crawled by real Airflow."""
+"""The embedded demo: a generated multi-host web served on loopback, crawled by real Airflow.
+
+The demo web changes by date (``crawlcycle.devtools.demo_web``): one WARC per day, served as a dated series. Which
+day the server serves is its clock's: ``crawlcycle demo`` serves the day of the cycle the crawl runs, read from the
+crawl database (:class:`CrawlDate`); ``crawlcycle ui`` and ``crawlcycle demo-web --serve`` serve today's date (the
+first day before it, the last after it).
+"""
 
 from __future__ import annotations
 
 import errno
 import json
+import os
 import shutil
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
+import duckdb
+
 from crawlcycle.airflow.environment import ROOT
 from crawlcycle.airflow.task_overhead import utc
 from crawlcycle.devtools.airflow_stack import AirflowStack
-from crawlcycle.devtools.demo_web import DemoWeb, generate
-from crawlcycle.devtools.warc_server import ServerHandle, check_warc, run_forever, serve
+from crawlcycle.devtools.demo_web import DAYS, day_warc, generate
+from crawlcycle.devtools.warc_server import Series, ServerHandle, check_warc, run_forever, serve
 from crawlcycle.pipeline.stages import init
 from crawlcycle.settings import Settings, SettingsError, write_toml
 from crawlcycle.ui.report import print_report
@@ -25,16 +35,66 @@ def demo_dir(settings: Settings) -> Path:
     return Path(settings.data_dir) / "demo-web"
 
 
-def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:
-    """The WARC to serve: the ``snapshot`` setting, else the generated demo web (written when missing)."""
+def demo_days(settings: Settings, regenerate: bool = False) -> list[tuple[date, Path]]:
+    """The WARC of each day to serve: the ``snapshot`` setting (every day), else the generated demo web (written
+    when a day's WARC is missing)."""
+    first = date.fromisoformat(settings.start_date)
     if settings.snapshot:
-        return check_warc(Path(settings.snapshot), "setting snapshot")
+        return [(first, check_warc(Path(settings.snapshot), "setting snapshot"))]
     out = demo_dir(settings)
-    if regenerate or not (out / "web.warc.gz").is_file():
-        web: DemoWeb = generate(out, hosts=settings.demo_hosts, pages=settings.demo_pages, seed=settings.demo_seed,
-                                start_date=settings.start_date)
-        return web.warc
-    return out / "web.warc.gz"
+    days = [(first + timedelta(days=k), day_warc(out, first + timedelta(days=k), settings.start_date))
+            for k in range(DAYS)]
+    if regenerate or not all(path.is_file() for _, path in days):
+        return list(generate(out, hosts=settings.demo_hosts, pages=settings.demo_pages, seed=settings.demo_seed,
+                             start_date=settings.start_date).days)
+    return days
+
+
+def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:
+    """The WARC of the first day to serve (every day's is written when missing)."""
+    return demo_days(settings, regenerate)[0][1]
+
+
+def demo_series(settings: Settings) -> Series:
+    """The demo web as a series of dated versions: each day's web from its date on (times are date ordinals)."""
+    return Series([([path], day.toordinal()) for day, path in demo_days(settings)], switch="at-start")
+
+
+def today() -> int:
+    """The clock of ``crawlcycle ui`` and ``crawlcycle demo-web``: today's date."""
+    return date.today().toordinal()
+
+
+class CrawlDate:
+    """The clock of ``crawlcycle demo``: the interval start of the crawl's newest cycle, which ``begin`` records
+    before the cycle's fetch starts (``start_date`` before the first). The crawl database is read again only when its
+    files changed, and read-only: during a fetch no task holds it (the fetch tasks do not open it, and the backfill
+    runs one cycle at a time), and the file does not change."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.files = (Path(settings.db_path), Path(settings.db_path + ".wal"))
+        self.day = date.fromisoformat(settings.start_date)
+        self.seen: tuple | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self.lock:
+            stamp = tuple((s.st_mtime_ns, s.st_size) if (s := _stat(f)) else None for f in self.files)
+            if stamp != self.seen and self.files[0].is_file():
+                try:
+                    with duckdb.connect(str(self.files[0]), read_only=True) as con:
+                        row = con.execute("SELECT interval_start FROM cycles ORDER BY cycle DESC LIMIT 1").fetchone()
+                except duckdb.Error:  # a task holds it now: the day stays, and it is read at the next request
+                    return self.day.toordinal()
+                self.day, self.seen = row[0] if row else self.day, stamp
+            return self.day.toordinal()
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
 
 
 def _behaviour(settings: Settings) -> dict:
@@ -54,14 +114,17 @@ def _port(settings: Settings) -> Iterator[None]:
                             "(a demo web already serving?); stop it or choose another port") from None
 
 
-def start_web(settings: Settings) -> ServerHandle:
+def start_web(settings: Settings, clock: Callable[[], int] = today) -> ServerHandle:
+    """Serve the demo web on loopback, the day ``clock`` says (a date's ordinal)."""
     with _port(settings):
-        return serve([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
+        return serve(demo_series(settings), port=settings.demo_port, behaviour=_behaviour(settings), clock=clock)
 
 
-def serve_forever(settings: Settings) -> None:
+def serve_forever(settings: Settings, host: str = "127.0.0.1") -> None:
+    """Serve the demo web of today's date in the foreground."""
     with _port(settings):
-        run_forever([ensure_demo_web(settings)], port=settings.demo_port, behaviour=_behaviour(settings))
+        run_forever(demo_series(settings), host=host, port=settings.demo_port, behaviour=_behaviour(settings),
+                    clock=today)
 
 
 def reset_crawl(settings: Settings) -> None:
@@ -75,8 +138,9 @@ def run_demo(settings: Settings, cycles: int = 3, airflow_home: Path | None = No
     """Fresh crawl of the demo web: backfill ``cycles`` daily cycles through Airflow and print the report."""
     t0 = time.monotonic()
     say = lambda m: print(f"[demo {time.monotonic() - t0:5.0f}s] {m}", flush=True)  # noqa: E731
-    warc = ensure_demo_web(settings)
-    say(f"demo web {warc} on http://127.0.0.1:{settings.demo_port} (hosts told apart by the Host header)")
+    days = demo_days(settings)
+    say(f"demo web {days[0][1].parent}, {len(days)} days from {days[0][0]}, on http://127.0.0.1:{settings.demo_port} "
+        "(hosts told apart by the Host header; each cycle sees the web of its date)")
     reset_crawl(settings)
     seeded = init(settings)
     say(f"crawl database {settings.db_path}: {seeded['seeds']} seed URLs")
@@ -86,7 +150,7 @@ def run_demo(settings: Settings, cycles: int = 3, airflow_home: Path | None = No
     stack.setup(fresh=True)
     first = date.fromisoformat(settings.start_date)
     last = first + timedelta(days=cycles - 1)
-    with start_web(settings), stack:
+    with start_web(settings, clock=CrawlDate(settings)), stack:
         say("starting Airflow (scheduler, LocalExecutor, API server, DAG processor)")
         stack.start()
         say(f"backfilling crawl_cycle {first} .. {last}: one cycle per daily query-log partition")

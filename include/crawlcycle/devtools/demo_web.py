@@ -1,6 +1,8 @@
-"""A generated demo web: topical hosts, real HTML, skewed links and a synthetic query log.
+"""A generated demo web: topical hosts, real HTML, skewed links, a synthetic query log, and a web that changes by
+date.
 
-Everything is a pure function of the seed: the same arguments give byte-identical files.
+Everything is a pure function of the seed: the same arguments give byte-identical files, and the web of a date is the
+same whatever number of days is written.
 
 The web
   Each host ``<topic>.demo.test`` is about one topic; page titles, text and anchor texts come from
@@ -17,6 +19,25 @@ The web
   sitemap listing all its pages, a page linked with a percent-encoded ``~`` (``/%7Eeditor/``), and
   non-HTML files (PDF, plain text, PNG).
 
+The web changes by date
+  One WARC per day of the query log (``web.warc.gz`` the first day, ``web-<date>.warc.gz`` the others), each the
+  whole web of that day, served as a dated series (``crawlcycle.devtools.warc_server.Series``, at-start switching).
+  Each page changes as a Poisson process with a rate drawn once per page (``CHANGE_RATES``): most pages rarely
+  (60 %: once in 60 days on average), some weekly (30 %: 1/7 per day), a few often (10 %: once a day); home pages
+  once a day. On a day when a page changes, its text is written anew (same title and links; the text of a page is
+  a function of the seed, the URL and the number of changes so far). Pages are added and removed: besides the
+  ``pages`` of the first day, ``ADDED_SHARE`` × ``pages`` newer pages are published one by one, each on a day drawn
+  uniformly from days 1..``CHANGE_HORIZON`` (never before its tree parent), and until then no page links to them;
+  ``REMOVED_SHARE`` of the older leaf pages are removed on a day drawn likewise, after which they answer 404 while
+  the links to them stay. A host's ``/latest.html`` redirects to its newest page of the day. Day 0 is
+  ``start_date``; a record's ``WARC-Date`` is the midnight before its day.
+
+  Every response carries nginx's validators: ``Last-Modified``, the midnight before the first day of the run of days
+  its bytes have been the same, and ``ETag`` ``"<that time, hex>-<length, hex>"``. In ``behaviour.json``, besides
+  the slow host, one host ignores conditional requests (``conditional: false``), one sends one ``Last-Modified``
+  for every file and no ETag (``validators: fixed-date``) and one sends no validators (``validators: none``); the
+  server answers conditional requests for the others.
+
 The query log (synthetic)
   ``query_log/dt=YYYY-MM-DD/queries.tsv`` holds ``query<TAB>frequency`` lines, no header, most
   frequent first. Queries are topic words and phrases cut from page titles (head: popular pages,
@@ -27,6 +48,7 @@ The query log (synthetic)
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -203,6 +225,13 @@ BACKGROUND_QUERIES = [
     "best smartphone", "recipe for pancakes", "song lyrics", "used cars", "job vacancies",
 ]
 FIRST_QUERY_FREQUENCY = 2000
+DAYS = 7  # days of the demo: WARCs and query-log partitions
+# (share of pages, changes per day): most pages change rarely, some weekly, a few every day or so.
+CHANGE_RATES = ((0.6, 1 / 60), (0.3, 1 / 7), (0.1, 1.0))
+HOME_RATE = 1.0  # a home page lists what is new
+ADDED_SHARE = 0.06  # pages published over the first CHANGE_HORIZON days, as a share of the first day's
+REMOVED_SHARE = 0.03  # older leaf pages, removed over the first CHANGE_HORIZON days
+CHANGE_HORIZON = 14
 _HTML = "text/html; charset=utf-8"
 
 
@@ -217,10 +246,16 @@ _PNG = (b"\x89PNG\r\n\x1a\n" + _png_chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1,
 
 @dataclass(frozen=True)
 class DemoWeb:
-    warc: Path
+    warc: Path  # the web of the first day
     seeds: Path
     query_log_dir: Path
     behaviour: Path
+    days: tuple[tuple[date, Path], ...]  # the web of each day, the first day's included
+
+
+def day_warc(out_dir: Path, day: date, start_date: str) -> Path:
+    """The WARC of the demo web of ``day`` in ``out_dir``."""
+    return out_dir / ("web.warc.gz" if day == date.fromisoformat(start_date) else f"web-{day.isoformat()}.warc.gz")
 
 
 @dataclass
@@ -246,8 +281,26 @@ class _Page:
     title: str
     born: int  # creation order over the whole web: links go from newer to older pages
     terms: tuple[str, ...] = ()  # the topic words in the title
-    links: list[tuple[str, str]] = field(default_factory=list)  # (href as written, anchor text)
+    # (href as written, anchor text, the demo page it links to: shown once that page is published)
+    links: list[tuple[str, str, _Page | None]] = field(default_factory=list)
     extra_html: list[str] = field(default_factory=list)
+    parent: _Page | None = None  # the page whose tree link leads here
+    rate: float = 0.0  # changes per day
+    appears: int = 0  # first day it exists
+    removed: int | None = None  # first day it no longer exists
+
+    @property
+    def stable(self) -> bool:
+        """There every day: what other hosts' entry links and the awkward cases may hang from."""
+        return self.appears == 0 and self.removed is None
+
+    def alive(self, day: int) -> bool:
+        return self.appears <= day and (self.removed is None or day < self.removed)
+
+    def changes(self, seed: int, day: int) -> int:
+        """How often its text changed from day 0 to ``day``: each day with chance 1 - exp(-rate)."""
+        chance = 1 - math.exp(-self.rate)
+        return sum(random.Random(f"{seed}/change/{self.url}/{d}").random() < chance for d in range(1, day + 1))
 
 
 def _slug(text: str) -> str:
@@ -326,8 +379,8 @@ def _build_graph(rng: random.Random, hosts: list[_Host], counts: list[int],
         slugs[h.name].add(_slug(title))
         section = "drafts" if h is drafts_host and rng.random() < 0.1 else rng.choice(SECTIONS)
         page = _Page(len(pages), h, f"http://{h.name}/{section}/{_slug(title)}.html", title, born, terms)
-        parent = rng.choice(parents[h.name])
-        parent.links.append((_href(parent, page.url, rng), page.title))
+        parent = page.parent = rng.choice(parents[h.name])
+        parent.links.append((_href(parent, page.url, rng), page.title, page))
         if not h.tail:  # tail pages cite nothing, so they stay rarely linked
             cited = set()
             for _ in range(2 + min(12, int(rng.expovariate(1 / 4)))):
@@ -338,7 +391,7 @@ def _build_graph(rng: random.Random, hosts: list[_Host], counts: list[int],
                 target = pages[rng.choice(target_host.urn)]
                 if target.id not in cited:
                     cited.add(target.id)
-                    page.links.append((_href(page, target.url, rng), target.title))
+                    page.links.append((_href(page, target.url, rng), target.title, target))
                     target_host.urn.append(target.id)
         pages.append(page)
         h.pages.append(page)
@@ -348,18 +401,37 @@ def _build_graph(rng: random.Random, hosts: list[_Host], counts: list[int],
     return pages
 
 
+def _plan_changes(rng: random.Random, pages: list[_Page], added: int) -> None:
+    """Each page's change rate, and the pages added (the ``added`` newest) and removed over the first
+    ``CHANGE_HORIZON`` days."""
+    shares, rates = zip(*CHANGE_RATES, strict=True)
+    for p in pages:
+        p.rate = HOME_RATE if p.born < 0 else rng.choices(rates, shares)[0]
+    regular = [p for p in pages if p.born >= 0 and not p.host.tail]
+    newest = sorted(regular, key=lambda p: p.born)[len(regular) - added:]
+    for p in newest:  # in creation order: a parent's day is known before its children's
+        p.appears = max(rng.randint(1, CHANGE_HORIZON), p.parent.appears if p.parent else 0)
+    parents = {p.parent.id for p in pages if p.parent}
+    leaves = [p for p in regular if p.appears == 0 and p.id not in parents]
+    for p in rng.sample(leaves, round(REMOVED_SHARE * len(regular))):
+        p.removed = rng.randint(1, CHANGE_HORIZON)
+
+
 def _add_entry_links(rng: random.Random, hosts: list[_Host], n_seeds: int) -> None:
     """Every host after the seed hosts gets a link to its home page from a host before it."""
     regular = [h for h in hosts if not h.tail]
     for i, h in enumerate(hosts[n_seeds:], start=n_seeds):
-        source = rng.choice([p for p in rng.choice(regular[:i]).pages[1:] if "/drafts/" not in p.url])
-        source.links.append((h.home, f"{h.topic} {rng.choice(['resources', 'notes', 'guide'])}"))
+        source = rng.choice([p for p in rng.choice(regular[:i]).pages[1:] if "/drafts/" not in p.url and p.stable])
+        source.links.append((h.home, f"{h.topic} {rng.choice(['resources', 'notes', 'guide'])}", None))
 
 
-def _html(page: _Page, rng: random.Random) -> bytes:
+def _html(page: _Page, seed: int, day: int) -> bytes:
+    """The page on ``day``: its text as of its latest change, its links but those to pages not yet published (the
+    links to removed pages stay)."""
+    rng = random.Random(f"{seed}/{page.url}/{page.changes(seed, day)}")
     words = page.host.words
     blocks = []
-    links = list(page.links)
+    links = [(href, anchor) for href, anchor, target in page.links if target is None or target.appears <= day]
     rng.shuffle(links)
     n_par = 2 + rng.randrange(3)
     paragraphs: list[list[str]] = [[] for _ in range(n_par)]
@@ -386,24 +458,37 @@ def _html(page: _Page, rng: random.Random) -> bytes:
     ).encode("utf-8")
 
 
-def _sitemap(host: _Host) -> bytes:
-    entries = "".join(f"<url><loc>{escape(p.url)}</loc></url>" for p in host.pages)
+def _sitemap(host: _Host, day: int) -> bytes:
+    entries = "".join(f"<url><loc>{escape(p.url)}</loc></url>" for p in host.pages if p.alive(day))
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
             f"{entries}</urlset>\n").encode()
 
 
+_Record = tuple[str, str, str, bytes, tuple[tuple[str, str], ...]]  # url, status, content type, body, more headers
+
+
 class _Warc:
-    def __init__(self, f: io.BufferedWriter, seed: int, when: datetime) -> None:
+    """The WARC of one day. ``modified`` (URL -> (digest of the response, since when)), kept over the days in
+    order, dates each response's Last-Modified: the first day of the run of days it has been the same."""
+
+    def __init__(self, f: io.BufferedWriter, seed: int, when: datetime,
+                 modified: dict[str, tuple[bytes, datetime]]) -> None:
         self.writer = WARCWriter(f, gzip=True)
-        self.seed = seed
+        self.seed, self.when, self.modified = seed, when, modified
         self.warc_date = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         self.http_date = format_datetime(when, usegmt=True)
 
     def add(self, url: str, status: str, ctype: str, body: bytes,
             extra: tuple[tuple[str, str], ...] = ()) -> None:
+        digest = hashlib.sha256(repr((status, ctype, extra)).encode() + body).digest()
+        if self.modified.get(url, (None,))[0] != digest:
+            self.modified[url] = (digest, self.when)
+        since = self.modified[url][1]
+        validators = (("Last-Modified", format_datetime(since, usegmt=True)),
+                      ("ETag", f'"{int(since.timestamp()):x}-{len(body):x}"'))
         headers = [("Date", self.http_date), ("Server", "demo-web"), ("Content-Type", ctype),
-                   ("Content-Length", str(len(body))), *extra]
-        record_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.seed} {url}")
+                   ("Content-Length", str(len(body))), *validators, *extra]
+        record_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{self.seed} {self.warc_date} {url}")
         record = self.writer.create_warc_record(
             url, "response", payload=io.BytesIO(body),
             http_headers=StatusAndHeaders(status, headers, protocol="HTTP/1.1"),
@@ -457,97 +542,128 @@ def _query_day(ranked: list[str], reserve: list[str], seed: int, day: int) -> st
     return "".join(f"{q}\t{max(1, round(FIRST_QUERY_FREQUENCY / r))}\n" for r, q in enumerate(keyed, 1))
 
 
-def _add_awkward_cases(rng: random.Random, warc: _Warc, web: list[_Host], pages_list: list[_Page],
-                       robots_host: _Host) -> None:
-    """Record non-HTML files and redirects, and add links to them, to 404s and to a ``~`` URL
-    to pages not yet rendered."""
+def _awkward_cases(rng: random.Random, web: list[_Host], pages_list: list[_Page],
+                   robots_host: _Host) -> list[_Record]:
+    """The records of non-HTML files and redirects (every day's), and links to them, to 404s and to a ``~`` URL
+    added to pages not yet rendered. Files and redirects hang from pages that exist every day."""
+    records: list[_Record] = []
     regular = [h for h in web if not h.tail]
+
+    def stable(h: _Host) -> list[_Page]:
+        return [p for p in h.pages[1:] if p.stable]
+
     for i, h in enumerate(regular[:3]):
-        doc = rng.choice(h.pages[1:])
+        doc = rng.choice(stable(h))
         slug = _slug(doc.title)
-        doc.links.append((f"/files/{slug}.pdf", f"{doc.title} (PDF)"))
-        doc.links.append((f"/files/{slug}.txt", f"{doc.title}, plain text notes"))
+        doc.links.append((f"/files/{slug}.pdf", f"{doc.title} (PDF)", None))
+        doc.links.append((f"/files/{slug}.txt", f"{doc.title}, plain text notes", None))
         doc.extra_html.append(f'<p><img src="/images/{slug}.png" alt="{escape(doc.title)} diagram"> '
                               f'<a href="/images/{slug}.png">{escape(doc.title)} diagram</a></p>')
         pdf = (f"%PDF-1.4\n% {doc.title}\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>"
                "\n%%EOF\n").encode()
-        warc.add(f"http://{h.name}/files/{slug}.pdf", "200 OK", "application/pdf", pdf)
-        warc.add(f"http://{h.name}/files/{slug}.txt", "200 OK", "text/plain; charset=utf-8",
-                 f"{doc.title}\n\nNotes on {', '.join(h.words[i:i + 4])}.\n".encode())
-        warc.add(f"http://{h.name}/images/{slug}.png", "200 OK", "image/png", _PNG)
+        records.append((f"http://{h.name}/files/{slug}.pdf", "200 OK", "application/pdf", pdf, ()))
+        records.append((f"http://{h.name}/files/{slug}.txt", "200 OK", "text/plain; charset=utf-8",
+                        f"{doc.title}\n\nNotes on {', '.join(h.words[i:i + 4])}.\n".encode(), ()))
+        records.append((f"http://{h.name}/images/{slug}.png", "200 OK", "image/png", _PNG, ()))
     for h in regular[: max(3, len(pages_list) // 400)]:
         # An old address that moved permanently, still linked from some page.
-        target = rng.choice(h.pages[1:])
+        target = rng.choice(stable(h))
         old = f"http://{h.name}/archive/{_slug(target.title)}.html"
-        warc.add(old, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", target.url),))
-        rng.choice(h.pages[1:]).links.append((old, target.title))
+        records.append((old, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", target.url),)))
+        rng.choice(stable(h)).links.append((old, target.title, None))
     chain_host, moved_to = regular[0], regular[1]
-    final = rng.choice(moved_to.pages[1:])
+    final = rng.choice(stable(moved_to))
     first_hop = f"http://{chain_host.name}/old/{_slug(final.title)}.html"
     second_hop = f"http://{chain_host.name}/moved/{_slug(final.title)}.html"
-    warc.add(first_hop, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", second_hop),))
-    warc.add(second_hop, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", final.url),))
-    chain_host.pages[0].links.append((first_hop, final.title))
+    records.append((first_hop, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", second_hop),)))
+    records.append((second_hop, "301 Moved Permanently", _HTML, b"<p>Moved.</p>", (("Location", final.url),)))
+    chain_host.pages[0].links.append((first_hop, final.title, None))
     for h in regular[:4]:
-        newest = max(h.pages, key=lambda p: p.born)
-        warc.add(f"http://{h.name}/latest.html", "302 Found", _HTML, b"<p>See the latest article.</p>",
-                 (("Location", newest.url),))
-        h.pages[0].links.append(("/latest.html", f"latest {h.topic} article"))
+        h.pages[0].links.append(("/latest.html", f"latest {h.topic} article", None))
     for p in rng.sample([p for p in pages_list if p.born >= 0], max(4, len(pages_list) // 60)):
         # A sequel that was never written: a plausible URL that answers 404.
         missing = _title(rng, p.host.words)[0] + " part 2"
-        p.links.append((f"http://{p.host.name}/{rng.choice(SECTIONS)}/{_slug(missing)}.html", missing))
+        p.links.append((f"http://{p.host.name}/{rng.choice(SECTIONS)}/{_slug(missing)}.html", missing, None))
     editor = f"http://{robots_host.name}/~editor/profile.html"
-    robots_host.pages[0].links.append(("/%7Eeditor/profile.html", "about the editor"))
+    robots_host.pages[0].links.append(("/%7Eeditor/profile.html", "about the editor", None))
     robots_host.pages.append(_Page(-1, robots_host, editor, f"About the {robots_host.topic} editor", 0))
+    return records
 
 
-def generate(out_dir: Path, hosts: int = 24, pages: int = 2400, seed: int = 42, days: int = 7,
+def _latest(h: _Host, day: int) -> _Record:
+    """``/latest.html`` of ``h`` on ``day``: a redirect to its newest page of that day."""
+    newest = max((p for p in h.pages if p.alive(day)), key=lambda p: p.born)
+    return (f"http://{h.name}/latest.html", "302 Found", _HTML, b"<p>See the latest article.</p>",
+            (("Location", newest.url),))
+
+
+def _behaviour(web: list[_Host], n_seeds: int) -> dict[str, dict]:
+    """A slow host, and hosts that answer conditional requests as some real servers do: not at all, from one
+    Last-Modified for every file, or with no validators to answer from."""
+    regular = [h for h in web if not h.tail]
+    odd = regular[n_seeds + 3:] + regular[:n_seeds]
+    behaviour: dict[str, dict] = {web[n_seeds].name: {"delay": 0.3}}
+    for i, rule in enumerate(({"conditional": False}, {"validators": "fixed-date"}, {"validators": "none"})):
+        behaviour.setdefault(odd[i % len(odd)].name, {}).update(rule)
+    return behaviour
+
+
+def generate(out_dir: Path, hosts: int = 24, pages: int = 2400, seed: int = 42, days: int = DAYS,
              start_date: str = "2026-11-01") -> DemoWeb:
-    """Write the demo web (WARC, seeds, behaviour, query log) into ``out_dir`` and return its paths."""
+    """Write the demo web (a WARC per day, seeds, behaviour, query log) into ``out_dir`` and return its paths."""
     most = len(TOPICS) * (len(HOST_QUALIFIERS) + 1) + len(TAIL_TOPICS)
     if not 6 <= hosts <= most:
         raise ValueError(f"demo web hosts must be between 6 and {most}, got {hosts}")
     if pages < 12 * hosts:
         raise ValueError(f"demo web needs at least 12 pages per host ({12 * hosts}), got {pages}")
+    if days < 1:
+        raise ValueError(f"demo web needs at least one day, got {days}")
     out_dir = Path(out_dir)
     first_day = date.fromisoformat(start_date)
     rng = random.Random(seed)
     n_tail = max(1, min(len(TAIL_TOPICS), hosts // 8))
     n_seeds = max(2, min(5, hosts // 5))
     web = _hosts(hosts, n_tail)
-    slow, robots_host, no_robots = web[n_seeds], web[n_seeds + 1], web[n_seeds + 2]
-    pages_list = _build_graph(rng, web, _page_counts(web, pages), robots_host)
+    robots_host, no_robots = web[n_seeds + 1], web[n_seeds + 2]
+    added = round(ADDED_SHARE * pages)  # the first day has ``pages`` pages
+    pages_list = _build_graph(rng, web, _page_counts(web, pages + added), robots_host)
+    _plan_changes(random.Random(f"{seed}/changes"), pages_list, added)
     _add_entry_links(rng, web, n_seeds)
+    awkward = _awkward_cases(rng, web, pages_list, robots_host)
+    robots = {h.name: "User-agent: *\nDisallow:\n" for h in web if h is not no_robots}
+    robots[robots_host.name] = "User-agent: *\nDisallow: /drafts/\nCrawl-delay: 0.2\n"
+    # a tail host lists its pages in a sitemap, the rarely linked ones too
+    robots[web[-1].name] = f"User-agent: *\nDisallow:\nSitemap: http://{web[-1].name}/sitemap.xml\n"
 
-    warc_path = out_dir / "web.warc.gz"
     out_dir.mkdir(parents=True, exist_ok=True)
-    snapshot_time = datetime.combine(first_day - timedelta(days=1), datetime.min.time(), UTC)
-    with warc_path.open("wb") as f:
-        warc = _Warc(f, seed, snapshot_time)
-        _add_awkward_cases(rng, warc, web, pages_list, robots_host)
-        for h in web:
-            if h is robots_host:
-                robots = "User-agent: *\nDisallow: /drafts/\nCrawl-delay: 0.2\n"
-            elif h is web[-1]:  # a tail host lists its pages in a sitemap, the rarely linked ones too
-                robots = f"User-agent: *\nDisallow:\nSitemap: http://{h.name}/sitemap.xml\n"
-                warc.add(f"http://{h.name}/sitemap.xml", "200 OK", "application/xml", _sitemap(h))
-            else:
-                robots = "User-agent: *\nDisallow:\n"
-            if h is not no_robots:
-                warc.add(f"http://{h.name}/robots.txt", "200 OK", "text/plain; charset=utf-8",
-                         robots.encode())
-            for p in h.pages:
-                warc.add(p.url, "200 OK", _HTML, _html(p, rng))
+    modified: dict[str, tuple[bytes, datetime]] = {}
+    versions = []
+    for day in range(days):
+        when = datetime.combine(first_day + timedelta(days=day - 1), datetime.min.time(), UTC)
+        path = day_warc(out_dir, first_day + timedelta(days=day), start_date)
+        with path.open("wb") as f:
+            warc = _Warc(f, seed, when, modified)
+            for record in [*awkward, *(_latest(h, day) for h in [h for h in web if not h.tail][:4])]:
+                warc.add(*record)
+            for h in web:
+                if h is web[-1]:
+                    warc.add(f"http://{h.name}/sitemap.xml", "200 OK", "application/xml", _sitemap(h, day))
+                if h.name in robots:
+                    warc.add(f"http://{h.name}/robots.txt", "200 OK", "text/plain; charset=utf-8",
+                             robots[h.name].encode())
+                for p in h.pages:
+                    if p.alive(day):
+                        warc.add(p.url, "200 OK", _HTML, _html(p, seed, day))
+        versions.append((first_day + timedelta(days=day), path))
 
     seeds_path = out_dir / "seeds.txt"
     seeds_path.write_text("".join(h.home + "\n" for h in web[:n_seeds]))
     behaviour_path = out_dir / "behaviour.json"
-    behaviour_path.write_text(json.dumps({slow.name: {"delay": 0.3}}, indent=1, sort_keys=True) + "\n")
+    behaviour_path.write_text(json.dumps(_behaviour(web, n_seeds), indent=1, sort_keys=True) + "\n")
     log_dir = out_dir / "query_log"
     ranked, reserve = _query_pool(rng, web, pages_list)
     for day in range(days):
         part = log_dir / f"dt={(first_day + timedelta(days=day)).isoformat()}"
         part.mkdir(parents=True, exist_ok=True)
         (part / "queries.tsv").write_text(_query_day(ranked, reserve, seed, day))
-    return DemoWeb(warc_path, seeds_path, log_dir, behaviour_path)
+    return DemoWeb(versions[0][1], seeds_path, log_dir, behaviour_path, tuple(versions))

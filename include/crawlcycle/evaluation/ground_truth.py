@@ -3,9 +3,13 @@
 The reference judge runs the product's own parse stage over every snapshot record, merges it into a fresh crawl
 database through the product's merge SQL, links it (in-degree, PageRank), indexes it and ranks the workload with
 the reference ranker; the independent judge (``crawlcycle.evaluation.judge``) ranks the same workload with BM25 and
-stemming over its own reading of each page's title and visible text. A page's true impact under a judge is the
-sum of f(q) over the queries whose top K by that judge hold it. Snapshot pages are the 2xx records the parser
-reads as HTML-or-unknown (``reason`` not ``not_html``).
+stemming over its own reading of each page's title and visible text. Each judge's top K of each query is kept
+(``Truth.top_k``); a page's true impact under a judge is the sum of f(q) over the queries whose top K by that judge
+hold it. Snapshot pages are the 2xx records the parser reads as HTML-or-unknown (``reason`` not ``not_html``), with
+their main-text signature (``content_hash``).
+
+A web that changes (a ``Series`` of versions) has a ground truth per cycle (:func:`cycle_truths`): that of the web
+served at the cycle, each URL at its version then (URLs its version lacks, which answer 404, are not in it).
 
 Computing it takes minutes on a real snapshot, so it is kept under its ``truth_key`` (the input files' bytes,
 the parse fingerprint, the ranker settings and the code and SQL it runs) and reused while none of those changes.
@@ -18,6 +22,7 @@ import json
 import math
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -28,7 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.contracts.canonical import host_of
 from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql, staged
-from crawlcycle.devtools.warc_server import host_key
+from crawlcycle.devtools.warc_server import Series, host_key
 from crawlcycle.evaluation import judge
 from crawlcycle.models import refit
 from crawlcycle.parse import parse_cache
@@ -54,10 +59,11 @@ _RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weig
 @dataclass(frozen=True)
 class Truth:
     """Every snapshot page with its true impact under each judge (``impact`` by the reference ranker,
-    ``impact_<judge>`` by the others) and its in-degree."""
+    ``impact_<judge>`` by the others), its in-degree and main-text signature; each judge's top K of each query."""
 
-    pages: pl.DataFrame  # url, in_links, hot, impact, impact_bm25s
+    pages: pl.DataFrame  # url, in_links, content_hash, impact, impact_bm25s, hot
     hosts: set[str]  # every host a crawl of the snapshot can meet: record, link and redirect hosts
+    top_k: pl.DataFrame  # judge, query, rank, url
     folder: Path | None = None  # where it is kept (its crawl database included)
 
     @staticmethod
@@ -93,11 +99,13 @@ def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, ca
     folder = cache / f"truth-{truth_key(settings, snapshots, query_file)[:20]}"
     if (folder / "truth.parquet").is_file():
         meta = json.loads((folder / "truth.json").read_text())
-        return Truth(pl.read_parquet(folder / "truth.parquet"), set(meta["hosts"]), folder), True
+        return Truth(pl.read_parquet(folder / "truth.parquet"), set(meta["hosts"]),
+                     pl.read_parquet(folder / "top_k.parquet"), folder), True
     work = folder.with_name(f"{folder.name}.{os.getpid()}.tmp")
     try:
         truth = _compute_truth(settings, snapshots, query_file, work)
         truth.pages.write_parquet(work / "truth.parquet")
+        truth.top_k.write_parquet(work / "top_k.parquet")
         (work / "truth.json").write_text(json.dumps({"hosts": sorted(truth.hosts), "pages": truth.pages.height,
                                                      "snapshots": [str(p) for p in snapshots],
                                                      "queries": str(query_file)}, indent=1))
@@ -108,7 +116,37 @@ def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, ca
                 raise
     finally:  # what is left of it: a failed computation, or the copy of a truth another run kept meanwhile
         shutil.rmtree(work, ignore_errors=True)
-    return Truth(truth.pages, truth.hosts, folder), False
+    return Truth(truth.pages, truth.hosts, truth.top_k, folder), False
+
+
+def cycle_truths(settings: Settings, web: Series, cycles: int, query_file: Path, cache: Path
+                 ) -> tuple[list[Truth], list[dict]]:
+    """The ground truth of each cycle 1..``cycles`` of ``web``: that of the web it serves at the cycle (written as
+    one WARC for the computation, then removed), computed once per distinct web and kept in ``cache`` like any
+    other; and per cycle where it came from: the cycle whose web it shares (``same_as``), or its folder, whether
+    it was kept and the seconds it took."""
+    truths: list[Truth] = []
+    stats: list[dict] = []
+    served = None
+    for cycle in range(1, cycles + 1):
+        now = web.served(cycle)
+        if now == served:
+            truths.append(truths[-1])
+            stats.append({"cycle": cycle, "same_as": stats[-1].get("same_as", cycle - 1)})
+            continue
+        served = now
+        t0 = time.perf_counter()
+        live = cache / f"live-{os.getpid()}.warc.gz"
+        cache.mkdir(parents=True, exist_ok=True)
+        try:
+            web.write_live(cycle, live)
+            truth, cached = ground_truth(settings, [live], query_file, cache)
+        finally:
+            live.unlink(missing_ok=True)
+        truths.append(truth)
+        stats.append({"cycle": cycle, "folder": str(truth.folder), "cached": cached,
+                      "seconds": round(time.perf_counter() - t0, 2)})
+    return truths, stats
 
 
 def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, folder: Path) -> Truth:
@@ -132,7 +170,7 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
     rejects = pl.read_parquet(parsed.rejects_path).select("src", "raw", "reason")
     with connect(settings) as con, staged(con, s_pages=pages, s_links=links, s_rejects=rejects, s_fetch_log=no_fetches,
                                           s_found_links=links.with_row_index("seq"), s_redirects=no_fetches,
-                                          s_sitemap_urls=no_sitemaps, s_workload=workload):
+                                          s_sitemap_urls=no_sitemaps):
         migrate(con)
         con.create_function("host_of", host_of, ["VARCHAR"], "VARCHAR")
         run_sql(con, "pipeline/update/discovered_urls")
@@ -142,13 +180,19 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
         refit.refit_link_graph(con, 1)
         ranker.index_pages(con, 1)
         ranker.rank_queries(con, settings, 1, workload["query"].to_list())
-        truth = query(con, "evaluation/ground_truth/truth_impact", cycle=1)
+        pages = query(con, "evaluation/ground_truth/truth_pages")
+        reference = query(con, "evaluation/ground_truth/reference_top_k", cycle=1)
         hosts = set(con.sql("SELECT DISTINCT host FROM frontier").pl()["host"])
-    second = judge.judge_impact(judge.visible_pages(snapshots, settings), workload, settings.top_k)
-    truth = truth.join(second.rename({"impact": Truth.column(judge.JUDGE)}), on="url", how="left").fill_null(0.0)
-    hot = max(1, math.ceil(HOT_SHARE * truth.height))
-    truth = truth.with_columns(hot=pl.col("in_links").rank("ordinal", descending=True) <= hot)
-    return Truth(truth, hosts | _redirect_hosts(snapshots))
+    visible = judge.visible_pages(snapshots, settings)
+    second = judge.judge_top_k(visible, workload, settings.top_k)
+    tops = {"reference": reference, judge.JUDGE: second}
+    for name, top in tops.items():
+        pages = pages.with_columns(judge.impact_of(pages["url"], top, workload)["impact"].alias(Truth.column(name)))
+    hot = max(1, math.ceil(HOT_SHARE * pages.height))
+    pages = pages.with_columns(hot=pl.col("in_links").rank("ordinal", descending=True) <= hot)
+    top_k = pl.concat([top.select(judge=pl.lit(name), query="query", rank=pl.col("rank").cast(pl.Int64), url="url")
+                       for name, top in tops.items()])
+    return Truth(pages, hosts | _redirect_hosts(snapshots), top_k)
 
 
 def _redirect_hosts(snapshots: list[Path]) -> set[str]:

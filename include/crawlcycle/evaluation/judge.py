@@ -15,7 +15,6 @@ from pathlib import Path
 
 import bm25s
 import lxml.html
-import numpy as np
 import polars as pl
 import Stemmer
 from lxml import etree
@@ -91,24 +90,39 @@ def visible_text(body: bytes, charset: str | None) -> tuple[str, str]:
     return title, " ".join(body_el.text_content().split())
 
 
-def judge_impact(pages: pl.DataFrame, workload: pl.DataFrame, top_k: int) -> pl.DataFrame:
-    """url, impact for every page of ``pages`` (url, title, text): the summed frequency of the ``workload``
-    queries (query, frequency) whose bm25s top ``top_k`` over title + text holds the page; 0 for the rest."""
+def judge_top_k(pages: pl.DataFrame, workload: pl.DataFrame, top_k: int) -> pl.DataFrame:
+    """query, rank, url: each ``workload`` query's (query, frequency) bm25s top ``top_k`` over the title + text of
+    ``pages`` (url, title, text), pages that match it only."""
     urls = pages["url"].to_list()
-    impact = np.zeros(len(urls))
-    workload = workload.group_by("query").agg(pl.col("frequency").sum()).sort("query")
+    found: list[tuple[str, int, str]] = []
+    queries_text = workload["query"].unique().sort().to_list()
     tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
     corpus = tokenizer.tokenize([f"{t or ''}\n{x or ''}" for t, x in zip(pages["title"], pages["text"], strict=True)],
                                 update_vocab=True, return_as="ids", show_progress=False, allow_empty=False)
     # query words absent from every page are dropped; a query left without words shows no page
-    queries = tokenizer.tokenize(workload["query"].to_list(), update_vocab=False, return_as="ids",
-                                 show_progress=False, allow_empty=False)
+    queries = tokenizer.tokenize(queries_text, update_vocab=False, return_as="ids", show_progress=False,
+                                 allow_empty=False)
     asked = [i for i, q in enumerate(queries) if q]
     if urls and asked and top_k > 0:
         index = bm25s.BM25()
         index.index(tokenizer.to_tokenized_tuple(corpus), show_progress=False)
         docs, scores = index.retrieve([queries[i] for i in asked], k=min(top_k, len(urls)), show_progress=False)
-        frequency = workload["frequency"].cast(pl.Float64).to_numpy()[asked]
-        shown = scores > 0  # a top K is padded with non-matching pages when fewer than K match
-        np.add.at(impact, docs[shown], np.broadcast_to(frequency[:, None], docs.shape)[shown])
-    return pl.DataFrame({"url": urls, "impact": impact}, schema={"url": pl.String, "impact": pl.Float64})
+        for row, i in enumerate(asked):
+            shown = docs[row][scores[row] > 0]  # a top K is padded with non-matching pages when fewer than K match
+            found += [(queries_text[i], rank, urls[doc]) for rank, doc in enumerate(shown.tolist(), 1)]
+    return pl.DataFrame(found, schema={"query": pl.String, "rank": pl.Int64, "url": pl.String}, orient="row")
+
+
+def judge_impact(pages: pl.DataFrame, workload: pl.DataFrame, top_k: int) -> pl.DataFrame:
+    """url, impact for every page of ``pages`` (url, title, text): the summed frequency of the ``workload``
+    queries (query, frequency) whose bm25s top ``top_k`` over title + text holds the page; 0 for the rest."""
+    return impact_of(pages["url"], judge_top_k(pages, workload, top_k), workload)
+
+
+def impact_of(urls: pl.Series, top: pl.DataFrame, workload: pl.DataFrame) -> pl.DataFrame:
+    """url, impact for each of ``urls``: the summed frequency of the ``workload`` queries whose top K (``top``:
+    query, rank, url) holds it; 0 for the rest."""
+    frequency = workload.group_by("query").agg(pl.col("frequency").sum().cast(pl.Float64))
+    held = top.join(frequency, on="query").group_by("url").agg(impact=pl.col("frequency").sort().sum())
+    return (pl.DataFrame({"url": urls}, schema={"url": pl.String})
+            .join(held, on="url", how="left", maintain_order="left").with_columns(pl.col("impact").fill_null(0.0)))

@@ -1,44 +1,62 @@
-"""Offline evaluation of ordering policies on a frozen web snapshot (WARC files).
+"""Offline evaluation of ordering and refresh policies on web snapshots (WARC files), frozen or changing.
 
-Each policy runs the real cycle stages (``stages.init``, ``stages.run_cycle``) against the snapshot served on
-loopback by :mod:`crawlcycle.devtools.warc_server` (a URL not in the snapshot answers 404), in its own database and data
-folder under ``<out>/<policy>/work/``. Every cycle reads the same workload: the query file is copied into one
-query-log partition per cycle (``dt=start_date + k``).
+Each run (an ordering policy with a refresh policy) runs the real cycle stages (``stages.init``,
+``stages.run_cycle``) against the web served on loopback by :mod:`crawlcycle.devtools.warc_server` (a URL not in
+the snapshot answers 404), in its own database and data folder under ``<out>/<run>/work/``. Every cycle reads the
+same workload: the query file is copied into one query-log partition per cycle (``dt=start_date + k``).
 
-The ground truth (``crawlcycle.evaluation.ground_truth``: every page's true impact by the reference ranker and by an
-independent judge) is computed once per snapshot, workload, settings and code, and kept in the cache folder
-(``--cache``, default ``<data_dir>/simulation-cache``) with the parse cache that its parse fills: every policy's
-cycles read the snapshot's parse results from there instead of parsing the same bytes again. Policies run side by
-side in ``jobs`` processes over one snapshot server; each writes only its own folder, so outputs do not depend on
-``jobs``.
+The web is one snapshot (its WARC files), or a series of versions of the same hosts, one WARC file each with the
+cycle it starts at (``starts``; the first starts at cycle 1): cycle k's web serves each URL at its version then,
+switching ``at-start`` or ``drawn`` (each URL at a cycle drawn with ``switch_seed`` between the two versions'
+starts; :class:`crawlcycle.devtools.warc_server.Series`). Each run gets its own server, whose clock it sets to the
+cycle before the cycle runs, so outputs do not depend on ``jobs``. A single snapshot does not change, so its runs
+refresh nothing (``refresh_policy`` none) unless the settings name a refresh policy; a series keeps the setting.
+``refresh_policies`` runs each refresh policy, as ``policies`` runs each ordering policy.
+
+The ground truth (``crawlcycle.evaluation.ground_truth``: every page's true impact and each query's top K, by the
+reference ranker and by an independent judge) is computed once per web, workload, settings and code, and kept in
+the cache folder (``--cache``, default ``<data_dir>/simulation-cache``) with the parse cache that its parse fills:
+every run's cycles read the parse results from there instead of parsing the same bytes again. A series has one per
+cycle, of the web served at that cycle (``cycle_truths``); cycles serving the same web share one. Runs go side by
+side in ``jobs`` processes; each writes only its own folder.
 
 A snapshot has no server to spare, so the simulated crawl waits for no delay (``min_delay``, ``delay_factor`` 0,
 ``obey_crawl_delay`` off; robots.txt rules still apply), and the fetch gate's error share only warns: links out of
-the snapshot all fail. The crawl never leaves loopback: ``connect_to`` sends every host the snapshot names
-(record, link and redirect hosts, seeds), and every other host under the same top-level domains, to the snapshot
-server.
+the snapshot all fail. The crawl never leaves loopback: ``connect_to`` sends every host the web names (record,
+link and redirect hosts, seeds), and every other host under the same top-level domains, to the run's server.
 
-Outputs per policy (in ``<out>``, or ``<out>/<policy>/`` when several run):
+Outputs per run (in ``<out>``, or ``<out>/<run>/`` when several run: the ordering policy's name, the refresh
+policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
 
-- ``order.csv``: ``url,cycle,rank``, every URL the fetcher tried (not deferred, not robots-disallowed), once, in
-  fetch order. A URL outside the snapshot is a fetch that found nothing: a 404, or for ``https`` a failed TLS
-  handshake with the plain-HTTP snapshot server.
-- ``curve.csv``: one row per fetch: ``fetched`` (fetches so far), ``fraction`` (of the snapshot's pages),
-  ``policy`` and ``ideal`` (cumulative true impact share; the ideal fetches pages by descending true impact),
-  the same by the independent judge (``policy_bm25s``, ``ideal_bm25s``),
+- ``order.csv``: on one snapshot ``url,cycle,rank``, every URL the fetcher tried (not deferred, not
+  robots-disallowed), once, in fetch order; on a series ``cycle,url,rank,kind,version,outcome``, every fetch of a
+  batch URL, refreshes included: ``kind`` new or refresh (``batches.kind``), ``version`` the version (1-based) the
+  web served it from, ``outcome`` what the check of a stored page found (``page_checks.outcome``), else
+  ``fetch_log.outcome``. A URL outside the snapshot is a fetch that found nothing: a 404, or for ``https`` a failed
+  TLS handshake with the plain-HTTP snapshot server.
+- ``curve.csv``: one row per first fetch of a URL: ``fetched`` (fetches so far), ``fraction`` (of the pages of
+  cycle 1's web), ``policy`` and ``ideal`` (cumulative true impact share in cycle 1's web; the ideal fetches pages
+  by descending true impact), the same by the independent judge (``policy_bm25s``, ``ideal_bm25s``),
   ``p_cs`` (Cho's crawl-and-stop: share of the fetched pages that are among the top ``fetched`` pages by
   in-degree) and ``p_st`` (share of the hot pages fetched; hot = top ``HOT_SHARE`` of pages by in-degree in
   the full snapshot link graph). A fetch credits the page it ended on (the redirect target), once.
+- ``quality.csv``: per cycle the repository's user-centric quality by each judge, freshness and age
+  (:mod:`crawlcycle.evaluation.repository`), the indexed pages and the batch's new URLs and refreshes.
 - ``summary.json``: per budget in ``BUDGETS`` (share of the snapshot's pages) ``pct_of_ideal``, ``p_cs`` and
   ``p_st``, null when the run fetched fewer URLs than the budget (``budgets``: the reference judge;
-  ``budgets_by_judge``: each judge); plus counts, the policy's seconds and the ground truth's; and ``engagement``,
-  whether the query-driven part of the policy engaged: ``cycles``, each cycle's figures of ``v_cycle_summary``
-  (``ENGAGEMENT``: needy queries, those with frontier candidates, frontier pages in sketches, the next batch's share
-  of URLs with query impact and of priority mass from queries; null where the policy has no such part), and
-  ``mean_from_cycle_3``, each figure's mean over the cycles from ``ENGAGEMENT_FROM`` on that have it (null: none),
-  once the first cycles' fits have data to learn from; and ``waste``, what each cycle's batch slots gave (``WASTE``)
-  with the shares of slots without a page and of slots to origins that did not answer from cycle 3 on (``waste``).
-- ``curve.png``: both impact curves. Several policies also give ``<out>/curves.png``.
+  ``budgets_by_judge``: each judge); plus counts, the run's seconds and the ground truth's; ``versions`` and
+  ``switch`` of the web; ``repository``: each cycle's figures of ``quality.csv``, ``first_switch`` (the first cycle
+  a URL moved to its next version; null for one snapshot) and each figure's mean over all cycles and from the
+  first switch on; ``refresh``: each cycle's refresh figures of ``v_cycle_summary`` (``FRESHNESS``); and
+  ``engagement``, whether the query-driven part of the policy engaged: ``cycles``, each cycle's figures of
+  ``v_cycle_summary`` (``ENGAGEMENT``: needy queries, those with frontier candidates, frontier pages in sketches, the
+  next batch's share of URLs with query impact and of priority mass from queries; null where the policy has no such
+  part), and ``mean_from_cycle_3``, each figure's mean over the cycles from ``ENGAGEMENT_FROM`` on that have it
+  (null: none), once the first cycles' fits have data to learn from; and ``waste``, what each cycle's batch slots
+  gave (``WASTE``) with the shares of slots without a page and of slots to origins that did not answer from cycle 3
+  on (``waste``).
+- ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle. Several runs also give
+  ``<out>/curves.png`` and ``<out>/quality.png``.
 """
 
 from __future__ import annotations
@@ -50,6 +68,7 @@ import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,12 +77,13 @@ import numpy as np
 import polars as pl
 
 from crawlcycle.db import connect, query
-from crawlcycle.devtools.warc_server import check_warc, host_key, loopback_routes, serve
-from crawlcycle.evaluation.ground_truth import JUDGES, Truth, ground_truth
+from crawlcycle.devtools.warc_server import SWITCHES, Series, check_warc, host_key, loopback_routes, serve
+from crawlcycle.evaluation import repository
+from crawlcycle.evaluation.ground_truth import JUDGES, Truth, cycle_truths, ground_truth
 from crawlcycle.pipeline import stages
 from crawlcycle.ranking.query_log import write_partitions
 from crawlcycle.settings import Settings, with_overrides
-from crawlcycle.ui.report import ENGAGEMENT, WASTE
+from crawlcycle.ui.report import ENGAGEMENT, FRESHNESS, WASTE
 
 BUDGETS = (0.01, 0.05, 0.10)
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
@@ -74,6 +94,15 @@ def fetch_order(settings: Settings) -> pl.DataFrame:
     404 or a failure). Deferred and robots-disallowed URLs were not tried."""
     with connect(settings, read_only=True) as con:
         return query(con, "evaluation/simulator/fetch_order")
+
+
+def fetches(settings: Settings, web: Series) -> pl.DataFrame:
+    """Every fetch of a batch URL the fetcher tried, refreshes included, in fetch order: cycle, url, rank, kind, the
+    version (1-based) ``web`` served it from, and outcome (a check's, else the fetch's)."""
+    with connect(settings, read_only=True) as con:
+        rows = query(con, "evaluation/simulator/fetches")
+    versions = [web.version_of(url, cycle) + 1 for cycle, url in rows.select("cycle", "url").iter_rows()]
+    return rows.insert_column(4, pl.Series("version", versions, dtype=pl.Int64))
 
 
 def cycle_rows(settings: Settings, names: list[str]) -> list[dict]:
@@ -211,55 +240,97 @@ def plot(curves: dict[str, pl.DataFrame], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def run_policy(base: Settings, policy: str, routes: str, query_file: Path, seeds: Path,
-               cycles: int, work: Path, progress: Callable[[str], None]) -> Settings:
-    """``cycles`` real crawl cycles of ``policy`` over the served snapshot, in a fresh database under ``work``."""
+@dataclass(frozen=True)
+class Run:
+    """One crawl of the simulation: an ordering policy with a refresh policy, and the folder of its outputs."""
+
+    name: str
+    policy: str
+    refresh_policy: str
+    folder: Path
+
+
+def plan_runs(policies: list[str], refresh_policies: list[str], out: Path) -> list[Run]:
+    """Every ordering policy with every refresh policy; each run's name and folder (``out`` itself for one run)."""
+    runs = []
+    for policy in policies:
+        for refresh in refresh_policies:
+            name = (f"{policy}+{refresh}" if len(policies) > 1 and len(refresh_policies) > 1
+                    else refresh if len(refresh_policies) > 1 else policy)
+            runs.append(Run(name, policy, refresh, out / name if len(policies) * len(refresh_policies) > 1 else out))
+    return runs
+
+
+def run_crawl(base: Settings, run: Run, web: Series, hosts: set[str], query_file: Path, seeds: Path, cycles: int,
+              truths: list[Truth], progress: Callable[[str], None]) -> tuple[Settings, list[dict]]:
+    """``cycles`` real crawl cycles of ``run`` over ``web``, served by a server of its own whose clock is the cycle,
+    in a fresh database under ``<run folder>/work``; the settings it ran with and each cycle's repository figures
+    (measured as the cycle closes, against ``truths``, the ground truth of each cycle)."""
+    work = run.folder / "work"
     shutil.rmtree(work, ignore_errors=True)
     start = date.fromisoformat(base.start_date)
     days = [start + timedelta(days=k) for k in range(cycles)]
-    settings = with_overrides(base, {
-        "policy": policy, "db_path": str(work / "crawl.duckdb"), "data_dir": str(work / "data"),
-        "seeds_file": str(seeds), "query_log_dir": str(work / "query_log"), "end_date": days[-1].isoformat(),
-        "connect_to": routes, "allow_networks": "127.0.0.0/8",
-        "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
-        # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
-        "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
-    write_partitions(query_file, work / "query_log", days)
-    stages.init(settings)
-    t0 = time.perf_counter()
-    for k, day in enumerate(days, 1):
-        summary = stages.run_cycle(settings, day, progress=lambda m: None)
-        spent = time.perf_counter() - t0
-        wasted = "" if summary["waste_share"] is None else f" (waste {100 * summary['waste_share']:.0f} %)"
-        progress(f"{policy}: cycle {k}/{cycles} done, {summary['fetched']} fetched{wasted}, {spent:.0f} s; "
-                 f"about {spent / k * (cycles - k):.0f} s left for {policy}")
-    return settings
+    hashes = [repository.live_hashes(t) for t in truths]
+    rows = []
+    with serve(web) as server:
+        settings = with_overrides(base, {
+            "policy": run.policy, "refresh_policy": run.refresh_policy, "db_path": str(work / "crawl.duckdb"),
+            "data_dir": str(work / "data"), "seeds_file": str(seeds), "query_log_dir": str(work / "query_log"),
+            "end_date": days[-1].isoformat(), "connect_to": loopback_routes(hosts | web.hosts(), server.port),
+            "allow_networks": "127.0.0.0/8", "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
+            # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
+            "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
+        write_partitions(query_file, work / "query_log", days)
+        stages.init(settings)
+        t0 = time.perf_counter()
+        for k, day in enumerate(days, 1):
+            server.set_time(k)
+            summary = stages.run_cycle(settings, day, progress=lambda m: None)
+            rows.append(repository.measure(settings, k, truths, hashes))
+            spent = time.perf_counter() - t0
+            wasted = "" if summary["waste_share"] is None else f" (waste {100 * summary['waste_share']:.0f} %)"
+            progress(f"{run.name}: cycle {k}/{cycles} done, {summary['fetched']} fetched{wasted}, quality "
+                     f"{_figure(rows[-1]['quality'])}, freshness {_figure(rows[-1]['freshness'])}, {spent:.0f} s; "
+                     f"about {spent / k * (cycles - k):.0f} s left for {run.name}")
+    return settings, rows
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _say(message: str) -> None:
     print(message, flush=True)  # a worker's output is a pipe: unflushed lines would come when it ends
 
 
-def _policy_outputs(base: Settings, policy: str, routes: str, query_file: Path, seeds: Path, cycles: int,
-                    folder: Path, truth: Truth, progress: Callable[[str], None] = _say) -> tuple[dict, pl.DataFrame]:
-    """Run one policy and write its order and curve into ``folder``; (summary, curve). Top-level, for a process
-    pool."""
+def _run_outputs(base: Settings, run: Run, web: Series, hosts: set[str], query_file: Path, seeds: Path,
+                 cycles: int, truths: list[Truth], about: dict, progress: Callable[[str], None] = _say
+                 ) -> tuple[dict, pl.DataFrame, list[dict]]:
+    """Run one crawl and write its outputs into its folder; (summary, curve, repository rows). Top-level, for a
+    process pool."""
     t0 = time.perf_counter()
-    settings = run_policy(base, policy, routes, query_file, seeds, cycles, folder / "work", progress)
+    settings, rows = run_crawl(base, run, web, hosts, query_file, seeds, cycles, truths, progress)
     seconds = time.perf_counter() - t0
     order = fetch_order(settings)
-    order.select("url", "cycle", "rank").write_csv(folder / "order.csv")
+    if len(web.webs) > 1:
+        fetches(settings, web).write_csv(run.folder / "order.csv")
+    else:
+        order.select("url", "cycle", "rank").write_csv(run.folder / "order.csv")
+    truth = truths[0]
     points = curve(order, truth)
-    points.write_csv(folder / "curve.csv")
-    plot({policy: points}, folder / "curve.png", f"{policy}: {cycles} cycles of {settings.batch_size}")
+    points.write_csv(run.folder / "curve.csv")
+    plot({run.name: points}, run.folder / "curve.png", f"{run.name}: {cycles} cycles of {settings.batch_size}")
+    repository.write_csv(rows, run.folder / "quality.csv")
+    repository.plot({run.name: rows}, run.folder / "quality.png", f"{run.name}: {cycles} cycles of "
+                    f"{settings.batch_size}", web.first_switch())
     by_judge = {judge: summarize(points, truth, judge) for judge in JUDGES}
-    summary = {"policy": policy, "cycles": cycles, "batch_size": settings.batch_size,
-               "snapshot_pages": truth.pages.height, "fetched": order.height,
-               "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
-               "budgets": by_judge["reference"], "budgets_by_judge": by_judge, "engagement": engagement(settings),
-               "waste": waste(settings),
-               "seconds": round(seconds, 2)}
-    return summary, points
+    summary = {"policy": run.policy, "refresh_policy": run.refresh_policy, "cycles": cycles,
+               "batch_size": settings.batch_size, **about, "snapshot_pages": truth.pages.height,
+               "fetched": order.height, "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
+               "budgets": by_judge["reference"], "budgets_by_judge": by_judge,
+               "repository": repository.summary(rows, web.first_switch()), "refresh": cycle_rows(settings, FRESHNESS),
+               "engagement": engagement(settings), "waste": waste(settings), "seconds": round(seconds, 2)}
+    return summary, points, rows
 
 
 def _share_cores(jobs: int) -> None:
@@ -272,9 +343,13 @@ def _share_cores(jobs: int) -> None:
 
 def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Path, policies: list[str],
              cycles: int, out: Path, progress: Callable[[str], None] = print, jobs: int = 1,
-             cache: Path | None = None) -> dict[str, dict]:
-    """Run each policy over the snapshot, ``jobs`` at a time, and write its outputs; return each policy's summary
-    (with ``truth_seconds``, the time the ground truth took in this call: about 0 when it came from ``cache``)."""
+             cache: Path | None = None, starts: list[int] | None = None, switch: str = "drawn", switch_seed: int = 0,
+             refresh_policies: list[str] | None = None) -> dict[str, dict]:
+    """Run each ordering policy with each refresh policy, ``jobs`` at a time, and write their outputs; return each
+    run's summary by its name (with ``truth_seconds``, the time the ground truth took in this call: about 0 when it
+    came from ``cache``). ``snapshots`` are the files of one snapshot, or with ``starts`` (the cycle each starts at)
+    the versions of a series. ``refresh_policies`` None: the setting on a series, ``none`` on one snapshot unless
+    the settings name one."""
     for path in snapshots:
         check_warc(path, "--snapshot")
     for flag, path in (("--queries", query_file), ("--seeds", seeds)):
@@ -286,49 +361,89 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
         raise ValueError(f"--cycles must be at least 1, got {cycles}")
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    if switch not in SWITCHES:
+        raise ValueError(f"--switch must be one of {', '.join(SWITCHES)}, got {switch!r}")
+    if starts is not None:
+        _check_starts(snapshots, starts, cycles)
     out = out.resolve()  # settings paths must be absolute (the quality gates' context needs it)
     out.mkdir(parents=True, exist_ok=True)
     cache = (cache or Path(base.data_dir) / "simulation-cache").resolve()
     base = with_overrides(base, {"parse_cache": str(cache / "parse.sqlite")})
     t0 = time.perf_counter()
-    truth, cached = ground_truth(base, snapshots, query_file, cache)
+    if starts is None:
+        web = Series.single(snapshots)
+        truth, cached = ground_truth(base, snapshots, query_file, cache)
+        truths, per_cycle = [truth] * cycles, []
+    else:
+        web = Series([([p], s) for p, s in zip(snapshots, starts, strict=True)], switch, switch_seed)
+        truths, per_cycle = cycle_truths(base, web, cycles, query_file, cache)
+        truth, cached = truths[0], per_cycle[0]["cached"]
     truth_seconds = time.perf_counter() - t0
     if jobs > 1:
         base = with_overrides(base, {"duckdb_threads": max(1, base.duckdb_threads // jobs)})
     if not truth.pages.height:
         raise ValueError(f"--snapshot: no 2xx HTML page in {', '.join(map(str, snapshots))}")
+    kept = sum(1 for c in per_cycle if c.get("cached")) if per_cycle else int(cached)
+    computed = sum(1 for c in per_cycle if c.get("cached") is False) if per_cycle else int(not cached)
     progress(f"ground truth: {truth.pages.height} pages, total impact {truth.total():g}, "
-             f"{int((truth.pages['impact'] > 0).sum())} pages with impact "
-             f"({'kept from ' if cached else 'computed in '}{truth.folder}, {truth_seconds:.1f} s)")
+             f"{int((truth.pages['impact'] > 0).sum())} pages with impact"
+             + (f" in cycle 1; {computed + kept} webs over {cycles} cycles, {computed} computed, {kept} kept"
+                if per_cycle else "")
+             + f" ({'kept from ' if cached else 'computed in '}{truth.folder}, {truth_seconds:.1f} s)")
     (out / "truth.json").write_text(json.dumps({"folder": str(truth.folder), "cached": cached,
-                                                "seconds": round(truth_seconds, 2)}, indent=1) + "\n")
+                                                "seconds": round(truth_seconds, 2), "cycles": per_cycle},
+                                               indent=1) + "\n")
+    if refresh_policies is None:
+        given = starts is not None or "refresh_policy" in base.sources
+        refresh_policies = [base.refresh_policy if given else "none"]
+    runs = plan_runs(policies, refresh_policies, out)
+    seed_hosts = {host_key(urlsplit(line.strip()).netloc) for line in seeds.read_text().splitlines()}
+    hosts = set().union(seed_hosts, *(t.hosts for t in truths))
+    about = {"versions": [{"version": i + 1, "files": [str(f) for f in w.files], "start": s}
+                          for i, (w, s) in enumerate(zip(web.webs, web.starts, strict=True))] if starts else None,
+             "switch": switch if starts else None, "switch_seed": switch_seed if starts else None}
+    args = {r.name: (base, r, web, hosts, query_file, seeds, cycles, truths, about) for r in runs}
     summaries: dict[str, dict] = {}
     curves: dict[str, pl.DataFrame] = {}
-    folders = {p: out / p if len(policies) > 1 else out for p in policies}
-    with serve(snapshots) as server:
-        seed_hosts = {host_key(urlsplit(line.strip()).netloc) for line in seeds.read_text().splitlines()}
-        routes = loopback_routes(truth.hosts | seed_hosts | server.server.web.hosts(), server.port)
-        args = {p: (base, p, routes, query_file, seeds, cycles, folders[p], truth) for p in policies}
-        started = time.perf_counter()
+    qualities: dict[str, list[dict]] = {}
+    started = time.perf_counter()
 
-        def finished(policy: str, summary: dict, points: pl.DataFrame) -> None:
-            summaries[policy], curves[policy] = {**summary, "truth_seconds": round(truth_seconds, 2)}, points
-            (folders[policy] / "summary.json").write_text(json.dumps(summaries[policy], indent=2) + "\n")
-            left = len(policies) - len(summaries)
-            per_policy = (time.perf_counter() - started) / len(summaries)
-            progress(f"{policy}: {summary['fetched']} URLs fetched in {summary['seconds']:.1f} s "
-                     f"({len(summaries)}/{len(policies)} policies; about {per_policy * left:.0f} s left)")
+    def finished(run: Run, summary: dict, points: pl.DataFrame, rows: list[dict]) -> None:
+        summaries[run.name] = {**summary, "truth_seconds": round(truth_seconds, 2)}
+        curves[run.name], qualities[run.name] = points, rows
+        (run.folder / "summary.json").write_text(json.dumps(summaries[run.name], indent=2) + "\n")
+        left = len(runs) - len(summaries)
+        per_run = (time.perf_counter() - started) / len(summaries)
+        progress(f"{run.name}: {summary['fetched']} URLs fetched in {summary['seconds']:.1f} s "
+                 f"({len(summaries)}/{len(runs)} runs; about {per_run * left:.0f} s left)")
 
-        if jobs == 1:
-            for p in policies:
-                finished(p, *_policy_outputs(*args[p], progress=progress))
-        else:
-            # forkserver: the workers inherit neither this process's server thread nor its locks
-            with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
-                                     initializer=_share_cores, initargs=(jobs,)) as pool:
-                futures = {pool.submit(_policy_outputs, *args[p]): p for p in policies}
-                for future in as_completed(futures):
-                    finished(futures[future], *future.result())
-    if len(policies) > 1:
-        plot({p: curves[p] for p in policies}, out / "curves.png", f"{cycles} cycles, {len(policies)} policies")
-    return {p: summaries[p] for p in policies}
+    if jobs == 1:
+        for r in runs:
+            finished(r, *_run_outputs(*args[r.name], progress=progress))
+    else:
+        # forkserver: the workers inherit neither this process's threads nor its locks
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver"),
+                                 initializer=_share_cores, initargs=(jobs,)) as pool:
+            futures = {pool.submit(_run_outputs, *args[r.name]): r for r in runs}
+            for future in as_completed(futures):
+                finished(futures[future], *future.result())
+    if len(runs) > 1:
+        names = [r.name for r in runs]
+        plot({n: curves[n] for n in names}, out / "curves.png", f"{cycles} cycles, {len(runs)} runs")
+        repository.plot({n: qualities[n] for n in names}, out / "quality.png", f"{cycles} cycles, {len(runs)} runs",
+                        web.first_switch())
+    return {r.name: summaries[r.name] for r in runs}
+
+
+def _check_starts(snapshots: list[Path], starts: list[int], cycles: int) -> None:
+    """A series: one start per file, the first at cycle 1, increasing, none after the last cycle."""
+    if len(starts) != len(snapshots):
+        raise ValueError(f"--snapshot: {len(snapshots)} files but {len(starts)} start cycles")
+    if starts[0] != 1:
+        raise ValueError(f"--snapshot: the first version starts at cycle 1, not {starts[0]} ({snapshots[0]})")
+    for (a, b), path in zip(zip(starts, starts[1:], strict=False), snapshots[1:], strict=True):
+        if b <= a:
+            raise ValueError(f"--snapshot: {path}@{b} must start after the version before it (cycle {a})")
+    if starts[-1] > cycles:
+        raise ValueError(f"--snapshot: {snapshots[-1]} starts at cycle {starts[-1]}, after the last of the "
+                         f"{cycles} cycles (--cycles)")

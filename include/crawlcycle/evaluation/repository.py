@@ -1,0 +1,126 @@
+"""How good a simulated crawl's repository is at each cycle, against the web served at that cycle.
+
+- **User-centric quality** (Pandey & Olston, *User-centric Web crawling*, WWW 2005). For each query q of the
+  cycle's query-log partition, the crawl's own results (``query_results`` of the cycle: its stored copies ranked by
+  the reference ranker) r_1..r_K; a result counts if the live page belongs in the live top K of q (the ground truth
+  of the cycle, by a judge), weighted by the likelihood V(i) = i^-1.5 that a user looks at rank i and by the
+  query's frequency f(q):
+
+      quality = Σ_q f(q) Σ_i V(i)·[r_i ∈ liveTopK(q)] / Σ_q f(q) Σ_{i ≤ |liveTopK(q)|} V(i)
+
+  so 1.0 is a repository that shows exactly the live top K of every query (fresh and complete); queries whose live
+  top K is empty count for nothing. Judged by the reference ranker's live top K (``quality``) and by the independent
+  judge's (``quality_bm25s``). On a web that does not change it measures completeness only.
+- **Freshness** (Cho & Garcia-Molina): the share of indexed pages (the ranker's documents) whose stored main-text
+  signature (``pages.content_hash``) equals the live page's; a page the live web no longer has is not fresh.
+- **Age**: the mean over indexed pages of the cycles since the live page last matched the stored copy (0 when
+  fresh; a page that diverged at the cycle measured is 1 old).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+from crawlcycle.db import connect, query
+from crawlcycle.evaluation.ground_truth import JUDGES, Truth
+from crawlcycle.settings import Settings
+
+VIEW_EXPONENT = 1.5  # V(i) = i^-1.5 (Pandey & Olston 2005)
+FIGURES = ("quality", "quality_bm25s", "freshness", "age")
+COLUMNS = ("cycle", *FIGURES, "indexed", "batch_new", "batch_refresh")
+
+
+def view(rank: int) -> float:
+    """The likelihood that a user looks at result rank ``rank`` (1-based), relative to the first."""
+    return rank ** -VIEW_EXPONENT
+
+
+def quality(results: pl.DataFrame, live: pl.DataFrame, workload: pl.DataFrame) -> float | None:
+    """Repository quality of ``results`` (query, rank, url: the crawl's top K) against ``live`` (query, rank, url:
+    the live top K), weighted by ``workload`` (query, frequency); None when no query has a live result."""
+    frequency = dict(workload.select("query", "frequency").iter_rows())
+    shown = {(q, u) for q, u in live.select("query", "url").iter_rows()}
+    got = math.fsum(frequency.get(q, 0.0) * view(r) for q, r, u in results.select("query", "rank", "url").iter_rows()
+                    if (q, u) in shown)
+    sizes = live.group_by("query").len()
+    best = math.fsum(frequency.get(q, 0.0) * math.fsum(view(i) for i in range(1, n + 1)) for q, n in sizes.iter_rows())
+    return got / best if best else None
+
+
+def live_hashes(truth: Truth) -> dict[str, str | None]:
+    """url -> main-text signature of every page of a cycle's live web."""
+    return dict(truth.pages.select("url", "content_hash").iter_rows())
+
+
+def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[dict[str, str | None]]) -> dict:
+    """The figures of cycle ``cycle`` (``COLUMNS``) of the crawl of ``settings``, closed at that cycle, against the
+    live web of each cycle so far (``truths`` and their ``live_hashes``, cycle 1 first)."""
+    with connect(settings, read_only=True) as con:
+        results = query(con, "evaluation/repository/cycle_results", cycle=cycle)
+        workload = query(con, "evaluation/repository/cycle_workload", cycle=cycle)
+        indexed = query(con, "evaluation/repository/indexed_pages")
+        split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
+    top_k = truths[cycle - 1].top_k
+    row: dict = {"cycle": cycle}
+    for judge in JUDGES:
+        live = top_k.filter(pl.col("judge") == judge)
+        row[f"quality{'' if judge == 'reference' else '_' + judge}"] = quality(results, live, workload)
+    ages = []
+    for url, stored, stored_cycle in indexed.iter_rows():
+        matched = next((c for c in range(cycle, 0, -1) if hashes[c - 1].get(url, "") == stored), stored_cycle)
+        ages.append(cycle - matched)
+    row["freshness"] = sum(a == 0 for a in ages) / len(ages) if ages else None
+    row["age"] = sum(ages) / len(ages) if ages else None
+    return {**row, "indexed": len(ages), "batch_new": split.get("new", 0), "batch_refresh": split.get("refresh", 0)}
+
+
+def summary(rows: list[dict], first_switch: int | None) -> dict:
+    """Each cycle's figures, and each figure's mean over all cycles and over the cycles from the first version switch
+    on (null without a switch, or where no cycle has the figure)."""
+
+    def means(chosen: list[dict]) -> dict:
+        out: dict = {"cycles": len(chosen)}
+        for name in (*FIGURES, "batch_new", "batch_refresh"):
+            values = [r[name] for r in chosen if r[name] is not None]
+            out[name] = round(math.fsum(values) / len(values), 9) if values else None
+        return out
+
+    after = [r for r in rows if first_switch is not None and r["cycle"] >= first_switch]
+    return {"cycles": rows, "first_switch": first_switch, "mean": means(rows),
+            "mean_after_first_switch": means(after) if after else None}
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    pl.DataFrame(rows, schema={c: pl.Int64 if c in ("cycle", "indexed", "batch_new", "batch_refresh") else pl.Float64
+                               for c in COLUMNS}).write_csv(path)
+
+
+def plot(runs: dict[str, list[dict]], path: Path, title: str, first_switch: int | None) -> None:
+    """Quality (reference judge) and freshness per cycle, one line per run; the first version switch marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    palette = plt.get_cmap("tab10").colors
+    for i, (name, rows) in enumerate(runs.items()):
+        cycles = [r["cycle"] for r in rows]
+        for ax, figure in ((top, "quality"), (bottom, "freshness")):
+            ax.plot(cycles, [r[figure] for r in rows], marker="o", markersize=3, label=name,
+                    color=palette[i % 10], linestyle="-" if i < 10 else ":")
+    for ax, label in ((top, "user-centric quality"), (bottom, "freshness (share of indexed pages)")):
+        if first_switch is not None:
+            ax.axvline(first_switch, color="grey", linestyle="--", linewidth=1)
+        ax.set_ylabel(label)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    bottom.set_xlabel("cycle")
+    top.set_title(title)
+    top.legend(ncol=2, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
