@@ -92,7 +92,7 @@ def crawl(server: FaultServer, dev_docs: Path, tmp_path: Path) -> Settings:
         "user_agent": USER_AGENT, "connect_to": f"*.test=127.0.0.1:{server.port}", "allow_networks": "127.0.0.0/8",
         "min_delay": 0.0, "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data"),
         "seeds_file": str(seeds), "query_log_dir": str(tmp_path / "log"), "policy": "bfs", "batch_size": 40,
-        "per_host_cap": 40, "parse_workers": 1, "url_exclude": "/private/",
+        "per_host_cap": 40, "parse_workers": 1, "url_exclude": "/private/", "refresh_policy": "none",
         # the real page links to the rest of the Python docs, which this server does not hold
         "url_include": r"^http://(site\.test/|python\.docs\.test/about\.html)"}, environ={})
 

@@ -209,8 +209,10 @@ def test_policies_order_the_batch_their_own_way(settings: Settings, policy: str)
     stages.run_cycle(s, DAY1, progress=lambda m: None)
     with connect(s, read_only=True) as con:
         rows = _q(con, "SELECT b.rank, b.priority, f.discovery_seq, f.in_links, f.pagerank FROM batches b "
-                       "JOIN frontier f USING (url) WHERE b.fetch_cycle = 2 ORDER BY b.rank")
+                       "JOIN frontier f USING (url) WHERE b.fetch_cycle = 2 AND b.kind = 'new' ORDER BY b.rank")
+        refreshes = _q(con, "SELECT priority FROM batches WHERE fetch_cycle = 2 AND kind = 'refresh' ORDER BY rank")
     assert rows and [r[1] for r in rows] == sorted((r[1] for r in rows), reverse=True)
+    assert refreshes == sorted(refreshes, reverse=True)  # the refreshes by their value, whatever orders the new URLs
     key = {"bfs": lambda r: -r[2], "indegree": lambda r: r[3], "pagerank": lambda r: r[4]}.get(policy)
     if key:  # the batch is ordered by the policy's own signal (per-host cap aside)
         assert [key(r) for r in rows] == sorted((key(r) for r in rows), reverse=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from crawlcycle.db import SQL_DIR, connect, run_sql
+from crawlcycle.db import SQL_DIR, connect, migrate
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
 from crawlcycle.settings import Settings, SettingsError, load_settings, with_overrides
@@ -57,7 +57,8 @@ def crawl_settings(tmp_path: Path, server: FaultServer, seeds: list[str], **over
               "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data"),
               "seeds_file": str(tmp_path / "seeds.txt"), "query_log_dir": str(tmp_path / "query_log"),
               "policy": "bfs", "batch_size": 10, "per_host_cap": 10, "shards": 2, "parse_workers": 1,
-              "sitemap_fallback": False, "gate_warn": "error_share", **overrides}
+              "sitemap_fallback": False, "gate_warn": "error_share",
+              "refresh_policy": "none", **overrides}  # these crawls study new URLs; refreshes would share their slots
     return load_settings(overrides=values, environ={})
 
 
@@ -303,8 +304,7 @@ def test_domains_cover_their_subdomains_and_nothing_else(tmp_path: Path) -> None
                           environ={}).scope_rules()
     assert rules["allowed_domains"] == ["example.org", "docs.test"]
     con = duckdb.connect()
-    con.execute("CREATE TABLE frontier (host VARCHAR, source VARCHAR)")
-    run_sql(con, "views/functions")
+    migrate(con)
     hosts = ["example.org", "a.example.org", "badexample.org", "x.example.org", "y.x.example.org", "docs.test",
              "example.org.evil.test"]
     got = [con.execute("SELECT scope_reason('http://' || $h || '/', $h, 0, $r)", {"h": h, "r": rules}).fetchall()[0][0]

@@ -145,7 +145,7 @@ EXPECT = [
            probe="cat data/docs-seeds.txt"),
     Expect(r"crawlcycle airflow-env\)", r"\A\S+/\.airflow\n(?P<root>\S+)/crawlcycle\.toml\n\Z",
            probe='printf "%s\\n" "$AIRFLOW_HOME" "$CRAWLCYCLE_CONFIG"'),
-    Expect(r"crawlcycle demo-web --serve", r"serving \d+ URLs of 6 hosts on http://127\.0\.0\.1:\d+"),
+    Expect(r"crawlcycle demo-web --serve", r"serving \d+ URLs of 6 hosts( in \d+ versions)? on http://127\.0\.0\.1:\d+"),
     Expect(r"crawlcycle init\b", r"database ready: \d+ migrations applied, \d+ seed URLs admitted"),
     Expect(r"crawlcycle cycle --date 2026-11-01", r"cycle 1: .*next batch"),
     Expect(r"crawlcycle report(?! --settings)", r"2026-11-01.*done"),

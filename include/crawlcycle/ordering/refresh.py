@@ -88,7 +88,7 @@ def divide(new: pl.DataFrame, refresh: pl.DataFrame, entry: RefreshPolicy, setti
     ``value`` as many as the batch holds when both kinds are taken by value, under ``quota`` refresh_budget of the
     batch, under ``due`` every due page. The new URLs fill the rest in the ordering policy's order; under ``value``
     and ``quota`` the refreshes fill what they leave. Rank: by value under ``value``; else the refreshes, the new
-    URLs, then the refreshes that fill."""
+    URLs, then the refreshes that fill. Either way the new URLs keep the ordering policy's order among themselves."""
     size, cap = settings.batch_size, settings.per_host_cap
     low, high = math.ceil(settings.refresh_share_min * size), math.floor(settings.refresh_share_max * size)
     refresh = refresh.sort(["first", "value", "url"], descending=[True, True, False]).with_columns(
@@ -96,8 +96,13 @@ def divide(new: pl.DataFrame, refresh: pl.DataFrame, entry: RefreshPolicy, setti
     new = new.sort(["overflow", "priority", "url"], descending=[False, True, False]).with_columns(
         kind=pl.lit("new"), first=pl.lit(False), value=pl.col("value") if "value" in new.columns else pl.lit(None))
 
-    def by_value(rows: pl.DataFrame) -> pl.DataFrame:  # a tie goes to the new URL
-        return rows.sort(["first", "value", "kind", "url"], descending=[True, True, False, False], nulls_last=True)
+    def by_value(rows: pl.DataFrame) -> pl.DataFrame:
+        """Two queues merged by the value at their heads (a tie goes to the new URL): the refreshes by value, the new
+        URLs in the ordering policy's order, which value need not follow (a new URL waits behind a better one)."""
+        key = pl.when(pl.col("kind") == "new").then(pl.col("value").fill_null(0.0).cum_min().over("kind")) \
+            .otherwise(pl.col("value"))
+        return rows.with_columns(key=key, at=pl.int_range(pl.len())).sort(
+            ["first", "key", "kind", "at"], descending=[True, True, False, False]).drop("key", "at")
 
     if entry.budget == "value":
         both = pl.concat([refresh.select("url", "host", "kind", "first", "value"),
