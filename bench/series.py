@@ -3,6 +3,7 @@
     .venv/bin/python bench/series.py build [--update]
     .venv/bin/python bench/series.py changes [--jobs N]
     .venv/bin/python bench/series.py workload --out DIR [--run R] [--queries N]
+    .venv/bin/python bench/series.py refresh [--runs K] [--cycles N] [--jobs N] [--switch at-start|drawn]
 
 Each host of ``bench/snapshots/dev-docs-over-time.json`` is one Debian documentation package in each release the
 spec names (python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13, 15, 17, 18; the same python-django-doc,
@@ -38,6 +39,14 @@ back.
 ``bench/policies.py``'s real snapshots (``real_texts``: the query texts and the page titles, here of every release,
 drawn with Zipf frequencies, shuffle seed 7 + run), one query file that serves every cycle; and the seeds of run
 ``--run`` from the first release's pages (run 0: each host's ``index.html``).
+
+``refresh`` compares the refresh policies on the series: run r is ``workload --run r`` crawled with the ordering
+policy ``hybrid`` and each refresh policy for ``--cycles`` cycles, a batch of 5 % of the first release's HTML pages,
+the releases starting at evenly spaced cycles (12 cycles: 1, 4, 7, 10). It writes
+``bench/results/dev-docs-over-time/refresh.md`` (per policy and run the mean user-centric quality from the first
+version switch on by both judges, the loss 1 - quality against the best rival's, freshness, the batch's refresh share;
+and the split of the batch per cycle) and ``refresh.png`` (quality per cycle of each policy, mean over the runs),
+and keeps each run's ``summary.json`` under ``refresh/<policy>/run-<r>.json``.
 """
 
 from __future__ import annotations
@@ -61,21 +70,24 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 import polars as pl
-from policies import ROOT, real_texts, write_workload
+from policies import ROOT, USER_AGENT, real_texts, write_workload
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.contracts.canonical import canonicalize
+from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 from crawlcycle.evaluation import policy_lab
 from crawlcycle.evaluation.judge import HTML_TYPES
+from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.parse.records import parse_warcs
 from crawlcycle.settings import load_settings
 
 SPEC = ROOT / "bench" / "snapshots" / "dev-docs-over-time.json"
 OUT = ROOT / "data" / "dev-docs-over-time"
 APT = ROOT / "data" / "apt"
-CHANGES = ROOT / "bench" / "results" / "dev-docs-over-time" / "changes.md"
+RESULTS = ROOT / "bench" / "results" / "dev-docs-over-time"
+CHANGES = RESULTS / "changes.md"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 PAGE_TYPES = {".html", ".htm"}
 KEEP = PAGE_TYPES | {".css", ".js", ".png", ".svg", ".gif", ".jpg", ".pdf"}
@@ -409,6 +421,108 @@ def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
     print(f"{out / 'queries.tsv'}: {n_queries} queries; {out / 'seeds.txt'}: {len(seeds)} seeds")
 
 
+# --- refresh policies on the series ------------------------------------------------------------------------------
+
+
+def refresh(spec: dict, runs: int, cycles: int, jobs: int, switch: str, work: Path) -> str:
+    """Every refresh policy on the series, ``runs`` runs; the report's text (also written to RESULTS)."""
+    warcs = built(spec)
+    starts = [1 + round(i * cycles / len(warcs)) for i in range(len(warcs))]
+    batch = round(0.05 * len(policy_lab.html_pages(warcs[0])))
+    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, "policy": "hybrid"})
+    per_run: list[dict[str, dict]] = []
+    for r in range(runs):
+        workload(spec, work / f"run-{r}", r, 3000)
+        t0 = time.perf_counter()
+
+        def progress(m: str, r: int = r, t0: float = t0) -> None:
+            if "shard" not in m:
+                print(f"  [run {r} {time.perf_counter() - t0:6.0f} s] {m}", flush=True)
+
+        summaries = simulate(settings, warcs, work / f"run-{r}" / "queries.tsv", work / f"run-{r}" / "seeds.txt",
+                             ["hybrid"], cycles, work / f"run-{r}" / "sim", jobs=jobs, starts=starts, switch=switch,
+                             refresh_policies=list(REFRESH_POLICIES), cache=work / "cache", progress=progress)
+        summaries = {s["refresh_policy"]: s for s in summaries.values()}
+        for name, s in summaries.items():
+            (RESULTS / "refresh" / name).mkdir(parents=True, exist_ok=True)
+            (RESULTS / "refresh" / name / f"run-{r}.json").write_text(json.dumps(s, indent=1))
+        per_run.append(summaries)
+        print(f"run {r}: {time.perf_counter() - t0:.0f} s", flush=True)
+    text = refresh_report(per_run, starts, batch, switch)
+    refresh_plot(per_run, RESULTS / "refresh.png", starts)
+    (RESULTS / "refresh.md").write_text(text)
+    return text
+
+
+def _after(s: dict, figure: str) -> float:
+    return s["repository"]["mean_after_first_switch"][figure]
+
+
+def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int, switch: str) -> str:
+    """The table of each refresh policy's quality over the runs, paired against the best rival, and the split."""
+    names = list(per_run[0])
+    lines = ["# Refresh policies on dev-docs over time\n",
+             f"{len(per_run)} runs (workload and seeds of `series.py workload --run r`), ordering policy hybrid, "
+             f"{per_run[0][names[0]]['cycles']} cycles, batch {batch} (5 % of the first release's HTML pages), "
+             f"releases from cycles {', '.join(map(str, starts))} (`--switch {switch}`). Means over the cycles from "
+             "the first version switch on; quality is user-centric (Pandey & Olston 2005), by the reference ranker "
+             "and by the independent BM25 judge; loss = 1 - quality.\n",
+             "| refresh policy | quality per run | mean (min-max) | quality, BM25 judge | freshness | refresh share "
+             "of the batch |", "|---|---|---|---|---|---|"]
+    for name in names:
+        q = [_after(run[name], "quality") for run in per_run]
+        qb = [_after(run[name], "quality_bm25s") for run in per_run]
+        fr = [_after(run[name], "freshness") for run in per_run]
+        share = [_after(run[name], "batch_refresh") / max(1e-9, _after(run[name], "batch_refresh")
+                                                          + _after(run[name], "batch_new")) for run in per_run]
+        lines.append(f"| {name} | {' / '.join(f'{v:.4f}' for v in q)} | {sum(q) / len(q):.4f} ({min(q):.4f}-"
+                     f"{max(q):.4f}) | {sum(qb) / len(qb):.4f} | {sum(fr) / len(fr):.3f} | "
+                     f"{sum(share) / len(share):.3f} |")
+    lines += ["", "Paired, per run: impact against the best rival of the same run (by the reference ranker; by the "
+              "BM25 judge).\n", "| run | best rival | its quality | impact's | loss ratio impact / rival | "
+              "BM25: best rival | loss ratio |", "|---|---|---|---|---|---|---|"]
+    for r, run in enumerate(per_run):
+        row = []
+        for figure in ("quality", "quality_bm25s"):
+            rivals = {n: _after(s, figure) for n, s in run.items() if n != "impact"}
+            best = max(rivals, key=rivals.get)
+            ratio = (1 - _after(run["impact"], figure)) / max(1e-12, 1 - rivals[best])
+            row.append((best, rivals[best], _after(run["impact"], figure), ratio))
+        (b, bq, iq, ratio), (bb, _, _, ratio_b) = row
+        lines.append(f"| {r} | {b} | {bq:.4f} | {iq:.4f} | {ratio:.2f} | {bb} | {ratio_b:.2f} |")
+    lines += ["", "The batch of `impact` per cycle, new URLs / refreshes (run 0), and its 304 answers:\n",
+              "| cycle | new | refresh | not modified (304) | changed | gone |", "|---|---|---|---|---|---|"]
+    for row, fig in zip(per_run[0]["impact"]["repository"]["cycles"], per_run[0]["impact"]["refresh"], strict=True):
+        lines.append(f"| {row['cycle']} | {row['batch_new']} | {row['batch_refresh']} | "
+                     f"{fig['checks_not_modified']} | {fig['checks_changed']} | {fig['checks_gone']} |")
+    return "\n".join(lines) + "\n"
+
+
+def refresh_plot(per_run: list[dict[str, dict]], path: Path, starts: list[int]) -> None:
+    """Quality per cycle of each refresh policy (mean over the runs), the release starts marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name in per_run[0]:
+        rows = [run[name]["repository"]["cycles"] for run in per_run]
+        cycles = [c["cycle"] for c in rows[0]]
+        mean = [sum(rs[i]["quality"] for rs in rows) / len(rows) for i in range(len(cycles))]
+        ax.plot(cycles, mean, marker="o", markersize=3, label=name, linewidth=2.5 if name == "impact" else 1.2)
+    for start in starts[1:]:
+        ax.axvline(start, color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel("cycle (dashed: a new release starts)")
+    ax.set_ylabel("user-centric quality (mean over runs)")
+    ax.set_title("dev-docs over time: repository quality per refresh policy")
+    ax.grid(alpha=0.3)
+    ax.legend(ncol=2, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -420,6 +534,13 @@ def main() -> None:
     w.add_argument("--out", type=Path, required=True)
     w.add_argument("--run", type=int, default=0, help="run 0: each host's index.html; run r: a random page per host")
     w.add_argument("--queries", type=int, default=3000)
+    f = sub.add_parser("refresh", help="compare the refresh policies on the series")
+    f.add_argument("--runs", type=int, default=3)
+    f.add_argument("--cycles", type=int, default=12)
+    f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
+    f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
+                   help="every page moves at its release's start, or at a cycle drawn for it (more ground truths)")
+    f.add_argument("--work", type=Path, default=ROOT / "data" / "bench-refresh")
     args = ap.parse_args()
     spec = load_spec()
     t0 = time.perf_counter()
@@ -430,6 +551,8 @@ def main() -> None:
         CHANGES.parent.mkdir(parents=True, exist_ok=True)
         CHANGES.write_text(text)
         print(text)
+    elif args.command == "refresh":
+        print(refresh(spec, args.runs, args.cycles, args.jobs, args.switch, args.work))
     else:
         workload(spec, args.out, args.run, args.queries)
     print(f"{args.command}_seconds={time.perf_counter() - t0:.0f}")
