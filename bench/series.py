@@ -424,14 +424,13 @@ def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
 # --- refresh policies on the series ------------------------------------------------------------------------------
 
 
-def refresh(spec: dict, runs: int, cycles: int, jobs: int, switch: str, work: Path) -> str:
-    """Every refresh policy on the series, ``runs`` runs; the report's text (also written to RESULTS)."""
+def refresh(spec: dict, runs: list[int], cycles: int, jobs: int, switch: str, work: Path) -> None:
+    """Every refresh policy on the series in each of ``runs``; each run's summaries kept in RESULTS."""
     warcs = built(spec)
     starts = [1 + round(i * cycles / len(warcs)) for i in range(len(warcs))]
-    batch = round(0.05 * len(policy_lab.html_pages(warcs[0])))
+    batch = round(0.05 * sum(map(len, policy_lab.html_pages(warcs[0]).values())))
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, "policy": "hybrid"})
-    per_run: list[dict[str, dict]] = []
-    for r in range(runs):
+    for r in runs:
         workload(spec, work / f"run-{r}", r, 3000)
         t0 = time.perf_counter()
 
@@ -442,13 +441,23 @@ def refresh(spec: dict, runs: int, cycles: int, jobs: int, switch: str, work: Pa
         summaries = simulate(settings, warcs, work / f"run-{r}" / "queries.tsv", work / f"run-{r}" / "seeds.txt",
                              ["hybrid"], cycles, work / f"run-{r}" / "sim", jobs=jobs, starts=starts, switch=switch,
                              refresh_policies=list(REFRESH_POLICIES), cache=work / "cache", progress=progress)
-        summaries = {s["refresh_policy"]: s for s in summaries.values()}
-        for name, s in summaries.items():
-            (RESULTS / "refresh" / name).mkdir(parents=True, exist_ok=True)
-            (RESULTS / "refresh" / name / f"run-{r}.json").write_text(json.dumps(s, indent=1))
-        per_run.append(summaries)
+        for s in summaries.values():
+            (RESULTS / "refresh" / s["refresh_policy"]).mkdir(parents=True, exist_ok=True)
+            (RESULTS / "refresh" / s["refresh_policy"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
         print(f"run {r}: {time.perf_counter() - t0:.0f} s", flush=True)
-    text = refresh_report(per_run, starts, batch, switch)
+
+
+def refresh_results(runs: int) -> str:
+    """The report of runs 0 .. runs-1 from their kept summaries (refresh.md, refresh.png); its text."""
+    per_run = []
+    for r in range(runs):
+        files = sorted((RESULTS / "refresh").glob(f"*/run-{r}.json"))
+        if not files:
+            raise SystemExit(f"run {r}: no {RESULTS / 'refresh'}/*/run-{r}.json; run `series.py refresh` first")
+        per_run.append({(s := json.loads(f.read_text()))["refresh_policy"]: s for f in files})
+    first = next(iter(per_run[0].values()))
+    starts = [v["start"] for v in first["versions"]]
+    text = refresh_report(per_run, starts, first["batch_size"], first["switch"])
     refresh_plot(per_run, RESULTS / "refresh.png", starts)
     (RESULTS / "refresh.md").write_text(text)
     return text
@@ -535,7 +544,8 @@ def main() -> None:
     w.add_argument("--run", type=int, default=0, help="run 0: each host's index.html; run r: a random page per host")
     w.add_argument("--queries", type=int, default=3000)
     f = sub.add_parser("refresh", help="compare the refresh policies on the series")
-    f.add_argument("--runs", type=int, default=3)
+    f.add_argument("--runs", type=int, default=3, help="runs 0 .. K-1 (each its own workload and seeds)")
+    f.add_argument("--only-run", type=int, help="simulate this run alone (then report on every run kept)")
     f.add_argument("--cycles", type=int, default=12)
     f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
     f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
@@ -552,7 +562,9 @@ def main() -> None:
         CHANGES.write_text(text)
         print(text)
     elif args.command == "refresh":
-        print(refresh(spec, args.runs, args.cycles, args.jobs, args.switch, args.work))
+        refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.cycles,
+                args.jobs, args.switch, args.work)
+        print(refresh_results(args.runs))
     else:
         workload(spec, args.out, args.run, args.queries)
     print(f"{args.command}_seconds={time.perf_counter() - t0:.0f}")
