@@ -3,7 +3,7 @@
     .venv/bin/python bench/series.py build [--update]
     .venv/bin/python bench/series.py changes [--jobs N]
     .venv/bin/python bench/series.py workload --out DIR [--run R] [--queries N]
-    .venv/bin/python bench/series.py refresh [--runs K] [--cycles N] [--jobs N] [--switch at-start|drawn]
+    .venv/bin/python bench/series.py refresh [--runs K] [--only-run R] [--report] [--cycles N] [--jobs N]
 
 Each host of ``bench/snapshots/dev-docs-over-time.json`` is one Debian documentation package in each release the
 spec names (python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13, 15, 17, 18; the same python-django-doc,
@@ -494,9 +494,10 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
         row = []
         for figure in ("quality", "quality_bm25s"):
             rivals = {n: _after(s, figure) for n, s in run.items() if n != "impact"}
-            best = max(rivals, key=rivals.get)
-            ratio = (1 - _after(run["impact"], figure)) / max(1e-12, 1 - rivals[best])
-            row.append((best, rivals[best], _after(run["impact"], figure), ratio))
+            top = max(rivals.values())
+            best = " = ".join(n for n, q in rivals.items() if q == top)  # fixed and adaptive may refresh nothing
+            ratio = (1 - _after(run["impact"], figure)) / max(1e-12, 1 - top)
+            row.append((best, top, _after(run["impact"], figure), ratio))
         (b, bq, iq, ratio), (bb, _, _, ratio_b) = row
         lines.append(f"| {r} | {b} | {bq:.4f} | {iq:.4f} | {ratio:.2f} | {bb} | {ratio_b:.2f} |")
     lines += ["", "The batch of `impact` per cycle, new URLs / refreshes (run 0), and its 304 answers:\n",
@@ -546,6 +547,7 @@ def main() -> None:
     f = sub.add_parser("refresh", help="compare the refresh policies on the series")
     f.add_argument("--runs", type=int, default=3, help="runs 0 .. K-1 (each its own workload and seeds)")
     f.add_argument("--only-run", type=int, help="simulate this run alone (then report on every run kept)")
+    f.add_argument("--report", action="store_true", help="report on the kept runs without simulating")
     f.add_argument("--cycles", type=int, default=12)
     f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
     f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
@@ -562,8 +564,9 @@ def main() -> None:
         CHANGES.write_text(text)
         print(text)
     elif args.command == "refresh":
-        refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.cycles,
-                args.jobs, args.switch, args.work)
+        if not args.report:
+            refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.cycles,
+                    args.jobs, args.switch, args.work)
         print(refresh_results(args.runs))
     else:
         workload(spec, args.out, args.run, args.queries)
