@@ -45,8 +45,8 @@ policy ``hybrid`` and each refresh policy for ``--cycles`` cycles, a batch of 5 
 the releases starting at evenly spaced cycles (12 cycles: 1, 4, 7, 10). It writes
 ``bench/results/dev-docs-over-time/refresh.md`` (per policy and run the mean user-centric quality from the first
 version switch on by both judges, the loss 1 - quality against the best rival's, freshness, the batch's refresh share;
-and the split of the batch per cycle) and ``refresh.png`` (quality per cycle of each policy, mean over the runs),
-and keeps each run's ``summary.json`` under ``refresh/<policy>/run-<r>.json``.
+and the split of the batch per cycle) and ``refresh.png`` (quality and freshness per cycle of each policy, means
+over the runs), and keeps each run's ``summary.json`` under ``refresh/<policy>/run-<r>.json``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.contracts.canonical import canonicalize
 from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
-from crawlcycle.evaluation import policy_lab
+from crawlcycle.evaluation import policy_lab, repository
 from crawlcycle.evaluation.judge import HTML_TYPES
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.parse.records import parse_warcs
@@ -509,28 +509,14 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
 
 
 def refresh_plot(per_run: list[dict[str, dict]], path: Path, starts: list[int]) -> None:
-    """Quality per cycle of each refresh policy (mean over the runs), the release starts marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5))
+    """Quality and freshness per cycle of each refresh policy, means over the runs (``repository.plot``)."""
+    means = {}
     for name in per_run[0]:
         rows = [run[name]["repository"]["cycles"] for run in per_run]
-        cycles = [c["cycle"] for c in rows[0]]
-        mean = [sum(rs[i]["quality"] for rs in rows) / len(rows) for i in range(len(cycles))]
-        ax.plot(cycles, mean, marker="o", markersize=3, label=name, linewidth=2.5 if name == "impact" else 1.2)
-    for start in starts[1:]:
-        ax.axvline(start, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("cycle (dashed: a new release starts)")
-    ax.set_ylabel("user-centric quality (mean over runs)")
-    ax.set_title("dev-docs over time: repository quality per refresh policy")
-    ax.grid(alpha=0.3)
-    ax.legend(ncol=2, fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+        means[name] = [{"cycle": c["cycle"], **{f: sum(rs[i][f] for rs in rows) / len(rows)
+                                                for f in ("quality", "freshness")}}
+                       for i, c in enumerate(rows[0])]
+    repository.plot(means, path, "dev-docs over time: each refresh policy, mean over runs", starts[1])
 
 
 def main() -> None:
