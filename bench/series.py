@@ -424,8 +424,9 @@ def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
 # --- refresh policies on the series ------------------------------------------------------------------------------
 
 
-def refresh(spec: dict, runs: list[int], cycles: int, jobs: int, switch: str, work: Path) -> None:
-    """Every refresh policy on the series in each of ``runs``; each run's summaries kept in RESULTS."""
+def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs: int, switch: str,
+            work: Path) -> None:
+    """The refresh ``policies`` on the series in each of ``runs``; each run's summaries kept in RESULTS."""
     warcs = built(spec)
     starts = [1 + round(i * cycles / len(warcs)) for i in range(len(warcs))]
     batch = round(0.05 * sum(map(len, policy_lab.html_pages(warcs[0]).values())))
@@ -440,7 +441,7 @@ def refresh(spec: dict, runs: list[int], cycles: int, jobs: int, switch: str, wo
 
         summaries = simulate(settings, warcs, work / f"run-{r}" / "queries.tsv", work / f"run-{r}" / "seeds.txt",
                              ["hybrid"], cycles, work / f"run-{r}" / "sim", jobs=jobs, starts=starts, switch=switch,
-                             refresh_policies=list(REFRESH_POLICIES), cache=work / "cache", progress=progress)
+                             refresh_policies=policies, cache=work / "cache", progress=progress)
         for s in summaries.values():
             (RESULTS / "refresh" / s["refresh_policy"]).mkdir(parents=True, exist_ok=True)
             (RESULTS / "refresh" / s["refresh_policy"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
@@ -534,6 +535,8 @@ def main() -> None:
     f.add_argument("--runs", type=int, default=3, help="runs 0 .. K-1 (each its own workload and seeds)")
     f.add_argument("--only-run", type=int, help="simulate this run alone (then report on every run kept)")
     f.add_argument("--report", action="store_true", help="report on the kept runs without simulating")
+    f.add_argument("--policies", nargs="+", choices=REFRESH_POLICIES, default=list(REFRESH_POLICIES),
+                   help="simulate these refresh policies (the report reads every policy kept)")
     f.add_argument("--cycles", type=int, default=12)
     f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
     f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
@@ -551,8 +554,8 @@ def main() -> None:
         print(text)
     elif args.command == "refresh":
         if not args.report:
-            refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.cycles,
-                    args.jobs, args.switch, args.work)
+            refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.policies,
+                    args.cycles, args.jobs, args.switch, args.work)
         print(refresh_results(args.runs))
     else:
         workload(spec, args.out, args.run, args.queries)

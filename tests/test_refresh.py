@@ -78,7 +78,8 @@ def choose(s: Settings) -> pl.DataFrame:
         registry.score_frontier(con, s, NOW)
         materialize(con, s, NOW)
         return con.sql("SELECT url, kind, rank, why, p_changed, change_rate, rate_pooling, carried_impact, "
-                       "moving_share, expected_impact FROM v_batch_explain WHERE fetch_cycle = ? ORDER BY rank",
+                       "moving_share, expected_impact, impact_calibration FROM v_batch_explain WHERE fetch_cycle = ? "
+                       "ORDER BY rank",
                        params=[NOW + 1]).pl()
 
 
@@ -143,19 +144,47 @@ def test_v_page_freshness_reads_the_refresh_settings_of_the_latest_cycle(tmp_pat
     assert row["p_changed"] == pytest.approx(1 - math.exp(-row["change_rate"] * 3))
 
 
-def test_the_moving_share_is_learned_from_changed_pages_that_left_or_entered_a_top_k(tmp_path: Path) -> None:
+def test_the_moving_share_is_what_changed_pages_move_beyond_what_unchanged_pages_move(tmp_path: Path) -> None:
     s = state(tmp_path, "impact", moving_share_prior=0.2, refresh_prior_weight=4.0)
     with connect(s) as con:
         con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (5, ?, 'bfs', 'done'), "
                     "(6, ?, 'bfs', 'done')", [DAY + timedelta(days=4), DAY + timedelta(days=5)])
-        stored(con, "http://a.test/moved", NOW - 5, (True,))     # checked in cycle 6 (and changed)
-        stored(con, "http://a.test/stayed", NOW - 5, (True,))
-        stored(con, "http://a.test/same", NOW - 5, (False,))     # unchanged: not counted
+        for name in ("moved", "stayed", "moved-too", "left", "kept", "still-1", "still-2"):  # checked in cycle 6
+            stored(con, f"http://a.test/{name}", NOW - 5, (name in ("moved", "stayed"),))  # two found changed
         shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
         shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
         assert refresh.moving_share(con, s, NOW) == pytest.approx((1 + 4 * 0.2) / (2 + 4))
+        # an unchanged page that left a top K too: the index moved it, not a change; a fifth of those checks moved
+        shown(con, "r", 1, ["http://a.test/left", "http://a.test/kept"], cycle=5)
+        shown(con, "r", 1, ["http://a.test/kept"], cycle=6)
+        changed, unchanged = (1 + 4 * 0.2) / (2 + 4), 1 / 5
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((changed - unchanged) / (1 - unchanged))
+        # a second unchanged page left r's top K: unchanged pages move more often than changed ones, nothing is left
+        con.execute("INSERT INTO query_results VALUES (5, 'r', 3, 'http://a.test/moved-too', 1.0, 'reference')")
+        assert refresh.moving_share(con, s, NOW) == 0
         # no change seen yet: the prior
         assert refresh.moving_share(con, s, 5) == pytest.approx(0.2)
+
+
+def test_p_changed_follows_the_host_s_checks_since_the_page_s_own(tmp_path: Path) -> None:
+    s = state(tmp_path, "impact", refresh_prior_weight=2.0, change_rate_prior=0.1)
+    with connect(s) as con:
+        stored(con, "http://a.test/old", 6)                      # fetched before the release
+        for i in range(3):                                        # the release: three checked since, all changed
+            stored(con, f"http://a.test/released-{i}", 1, (True,), gap=5)
+        stored(con, "http://b.test/old", 6)
+        for i in range(4):                                        # b.test's checks since came back unchanged
+            stored(con, f"http://b.test/same-{i}", 1, (False,), gap=4)
+        stored(con, "http://c.test/old", 6)                       # no check since: the rate alone
+    f = freshness(s)
+    by_rate = {h: 1 - math.exp(-f[f"http://{h}/old"]["change_rate"] * 6) for h in ("a.test", "b.test", "c.test")}
+    assert (f["http://a.test/old"]["sibling_checks"], f["http://a.test/old"]["sibling_changes"]) == (3, 3)
+    assert f["http://a.test/old"]["p_changed"] == pytest.approx((3 + 2 * by_rate["a.test"]) / (3 + 2))
+    assert f["http://b.test/old"]["p_changed"] == pytest.approx(2 * by_rate["b.test"] / (4 + 2))
+    assert f["http://a.test/old"]["p_changed"] > by_rate["a.test"] and f["http://b.test/old"]["p_changed"] < 0.1
+    assert f["http://c.test/old"]["p_changed"] == pytest.approx(by_rate["c.test"]) == 1 - math.exp(-0.1 * 6)
+    # the released pages were checked after each other's previous fetch: they count each other, not themselves
+    assert f["http://a.test/released-0"]["sibling_checks"] == 0
 
 
 # -- the rivals --------------------------------------------------------------------------------------------------------
@@ -264,7 +293,34 @@ def test_impact_refreshes_a_changing_page_with_impact_before_a_weak_new_url_and_
     assert hot["rate_pooling"] == "page" and hot["moving_share"] == pytest.approx(0.5)
     assert re.fullmatch(r"refresh: P\(changed\) 0\.9\d+ \(rate [\d.]+/cycle by page\) x carried impact [\d.]+ x "
                         r"moving share 0\.5", hot["why"]), hot["why"]
-    assert strong["why"].startswith("new: bfs priority -") and strong["why"].endswith(", expected impact 30.0")
+    assert strong["why"].startswith("new: bfs priority -")
+    assert strong["why"].endswith(", expected impact 30.0 x calibration 1.0")  # no new URL fetched before
+
+
+def test_a_new_url_s_expected_impact_is_calibrated_by_what_the_last_new_urls_carry(tmp_path: Path) -> None:
+    s = impact_state(tmp_path)
+    with connect(s) as con:  # two new URLs fetched this cycle were expected to carry 60 and 40
+        stored(con, "http://b.test/fetched-1", 1)
+        stored(con, "http://b.test/fetched-2", 1)
+        con.executemany("INSERT INTO batches (fetch_cycle, score_cycle, url, host, rank, policy, priority, parts, "
+                        "kind) VALUES (?, ?, ?, 'b.test', ?, 'bfs', 0, ?, 'new')",
+                        [(NOW, NOW - 1, "http://b.test/fetched-1", 1, '{"expected_impact": 60}'),
+                         (NOW, NOW - 1, "http://b.test/fetched-2", 2, '{"expected_impact": 40}'),
+                         (NOW - 3, NOW - 4, "http://b.test/too-old", 1, '{"expected_impact": 900}')])
+    # they carry nothing: the strong new URL is worth nothing either, and the static page takes its slot
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://a.test/static"]
+    with connect(s) as con:  # one of them shows first for a query asked 10 times
+        shown(con, "r", 10, ["http://b.test/fetched-1"] + [f"http://c.test/{i}" for i in range(9)])
+        carried = con.execute("SELECT carried_impact FROM carried_impact(?, 10) WHERE url = 'http://b.test/fetched-1'",
+                              [NOW]).fetchall()[0][0]
+    assert carried == pytest.approx(10 * 10 / sum(i ** -1.5 for i in range(1, 11)))
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://b.test/strong"]
+    strong = batch.row(1, named=True)
+    assert strong["impact_calibration"] == pytest.approx(carried / 100, abs=1e-9)
+    assert strong["why"].endswith(f", expected impact {strong['expected_impact']} x calibration "
+                                  f"{round(carried / 100, 4)}")
 
 
 def test_the_split_follows_the_values(tmp_path: Path) -> None:
@@ -338,7 +394,10 @@ def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estim
         rate_old = con.execute("SELECT change_rate FROM page_freshness(?, ?::JSON) WHERE url = 'http://a.test/old'",
                                [NOW, json.dumps(s.section("refresh"))]).fetchall()[0][0]
     assert (row["refreshes"], row["checks_not_modified"], row["checks_changed"], row["checks_gone"]) == (1, 1, 1, 2)
-    assert row["est_freshness"] == pytest.approx((1 + math.exp(-rate_old * 3)) / 2)  # the fresh page: 0 cycles
+    # the fresh page: 0 cycles; the old one: its rate's P(changed) over 3 cycles, weighed against the fresh page's
+    # check since, unchanged (refresh_prior_weight 1)
+    p_old = (0 + 1.0 * (1 - math.exp(-rate_old * 3))) / (1 + 1.0)
+    assert row["est_freshness"] == pytest.approx((1 + (1 - p_old)) / 2)
     assert row["next_refresh_share"] == pytest.approx(1 / 3)
     print_report(s)
     assert (f"cycle {NOW} freshness: 1 refreshes in the batch: 1 not modified (304), 1 changed, 2 left the index; "

@@ -50,6 +50,20 @@ CREATE OR REPLACE MACRO prestige_impact(pr, links, b0, b1, b2, b11, b12, b22) AS
 CREATE OR REPLACE MACRO view_weight(r, k) AS
     CASE WHEN r <= k THEN k * pow(r, -1.5) / (SELECT sum(pow(i, -1.5)) FROM range(1, k + 1) t(i)) ELSE 0 END;
 
+-- The impact each page carries in the results of cycle `c`: the sum over the queries of the cycle's query-log
+-- partition whose reference top `k` (query_results) holds it of the query's frequency x view_weight of its rank.
+CREATE OR REPLACE MACRO carried_impact(c, k) AS TABLE
+WITH freq AS (
+    SELECT l.query, exact_sum(l.frequency) AS frequency
+    FROM query_log l JOIN cycles y ON y.interval_start = l.partition
+    WHERE y.cycle = c
+    GROUP BY l.query
+)
+SELECT r.url, exact_sum(f.frequency * view_weight(r.rank, k)) AS carried_impact
+FROM query_results r JOIN freq f USING (query)
+WHERE r.cycle = c AND r.rank <= k
+GROUP BY r.url;
+
 -- Cho & Garcia-Molina's estimator of a change rate per cycle (ACM TOIT 2003): of `n_checks` checks, `n_changed` found
 -- the page changed, the checks `mean_gap` cycles apart on average; r = -ln((n - X + 0.5) / (n + 0.5)) changes per
 -- check interval (nearly unbiased where X / n is not, and finite when every check found a change), per cycle.
@@ -62,7 +76,11 @@ CREATE OR REPLACE MACRO change_rate(n_checks, n_changed, mean_gap) AS
 -- Rate: change_rate over the page's checks that told changed or not (page_checks up to `as_of`), pooled while the
 -- page has few: each level's estimate is shrunk towards the one above it, as if it had refresh_prior_weight more
 -- checks at that rate: page -> its path group (url_path_group) -> its host -> change_rate_prior. `pooling` names the
--- level that weighs most in the result. P(changed) = 1 - exp(-rate x cycles since the last fetch or check).
+-- level that weighs most in the result. P(changed) since the last fetch or check: the host's other pages checked since
+-- (their previous check at or after this page's: sibling_checks, of which sibling_changes found a change) as
+-- evidence, with refresh_prior_weight checks' worth of the rate's 1 - exp(-rate x cycles since). Sites change in
+-- bursts (a release rewrites many pages at once): after one, the first checks find changes and raise P for the pages
+-- not yet checked; once the host's checks come back unchanged, P falls, where a rate alone would stay high.
 -- adaptive_interval: Nutch's AdaptiveFetchSchedule over the page's checks in order, from fixed_revisit_cycles: x (1 +
 -- adaptive_inc_rate) after an unmodified check, x (1 - adaptive_dec_rate) after a modified one, kept within
 -- min_revisit_cycles .. max_revisit_cycles. next_due: the cycle from which refresh_policy would fetch the page again
@@ -75,9 +93,11 @@ WITH s AS (
            (conf->>'max_revisit_cycles')::INTEGER AS hi, (conf->>'fixed_revisit_cycles')::INTEGER AS fixed,
            (conf->>'adaptive_inc_rate')::DOUBLE AS inc, (conf->>'adaptive_dec_rate')::DOUBLE AS dec
 ), seen AS (
-    SELECT url, host, url_path_group(url) AS path_group, changed, cycle, cycle - previous_cycle AS gap
+    SELECT url, host, url_path_group(url) AS path_group, changed, cycle, previous_cycle, cycle - previous_cycle AS gap
     FROM page_checks
     WHERE changed IS NOT NULL AND cycle <= as_of
+), by_since AS (
+    SELECT host, previous_cycle, count(*) AS n, count(*) FILTER (WHERE changed) AS x FROM seen GROUP BY ALL
 ), by_page AS (
     SELECT url, count(*) AS n, count(*) FILTER (WHERE changed) AS x, avg(gap) AS gap,
            list(changed ORDER BY cycle) AS history
@@ -93,7 +113,11 @@ WITH s AS (
            coalesce(g.n, 0) AS group_checks, coalesce(h.n, 0) AS host_checks,
            coalesce(c.n * change_rate(c.n, c.x, c.gap), 0) AS page_mass,
            coalesce(g.n * change_rate(g.n, g.x, g.gap), 0) AS group_mass,
-           coalesce(h.n * change_rate(h.n, h.x, h.gap), 0) AS host_mass
+           coalesce(h.n * change_rate(h.n, h.x, h.gap), 0) AS host_mass,
+           (SELECT coalesce(sum(b.n), 0)::BIGINT FROM by_since b
+            WHERE b.host = p.host AND b.previous_cycle >= coalesce(p.checked_cycle, p.cycle)) AS sibling_checks,
+           (SELECT coalesce(sum(b.x), 0)::BIGINT FROM by_since b
+            WHERE b.host = p.host AND b.previous_cycle >= coalesce(p.checked_cycle, p.cycle)) AS sibling_changes
     FROM pages p
     LEFT JOIN by_page c ON c.url = p.url
     LEFT JOIN by_group g ON g.path_group = url_path_group(p.url)
@@ -119,12 +143,12 @@ WITH s AS (
            (1 - page_share) * (1 - group_share) * (1 - host_share) AS w_prior
     FROM rated
 )
-SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, changes,
+SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, changes, sibling_checks, sibling_changes,
        round(rate, 12) AS change_rate,
        CASE WHEN w_page >= greatest(w_group, w_host, w_prior) THEN 'page'
             WHEN w_group >= greatest(w_host, w_prior) THEN 'path_group'
             WHEN w_host >= w_prior THEN 'host' ELSE 'prior' END AS pooling,
-       round(1 - exp(-rate * since), 12) AS p_changed,
+       round((sibling_changes + w * (1 - exp(-rate * since))) / (sibling_checks + w), 12) AS p_changed,
        round(adaptive_interval, 9) AS adaptive_interval,
        CASE policy WHEN 'none' THEN NULL
                    WHEN 'fixed' THEN checked_cycle + fixed

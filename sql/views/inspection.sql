@@ -101,16 +101,19 @@ GROUP BY cycle, query;
 
 -- Why each URL of each batch was chosen: a new URL (kind new) by its priority under the ordering policy, split into
 -- the query-based and prestige-based impact and the discovery value (policy hybrid), the needy queries it may answer
--- and the odds it enters each one's top K (top_k_odds), and its expected impact when the refresh policy weighed it
--- against refreshes; a stored page fetched again (kind refresh) by the refresh policy's value: P(changed since its
--- last check), its change rate and the level it was pooled at, the impact it carries, the moving share, or the
--- policy's due rule. `why` says it in words. Other policies show their own parts.
+-- and the odds it enters each one's top K (top_k_odds), and its expected impact and the calibration of that estimate
+-- when the refresh policy weighed it against refreshes; a stored page fetched again (kind refresh) by the refresh
+-- policy's value: P(changed since its last check), its change rate and the level it was pooled at, the host's
+-- checks since its own and the changes they found, the impact it carries, the moving share, or the policy's due
+-- rule. `why` says it in words. Other policies show their own parts.
 CREATE OR REPLACE VIEW v_batch_explain AS
 SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority,
        CASE WHEN b.kind = 'refresh' THEN 'refresh: ' || (b.parts->>'why')
             ELSE 'new: ' || b.policy || ' priority ' || round(b.priority, 4)
                  || coalesce(' (query impact ' || round((b.parts->>'query_impact')::DOUBLE, 4) || ')', '')
-                 || coalesce(', expected impact ' || round((b.parts->>'expected_impact')::DOUBLE, 4), '') END AS why,
+                 || coalesce(', expected impact ' || round((b.parts->>'expected_impact')::DOUBLE, 4)
+                             || coalesce(' x calibration ' || round((b.parts->>'impact_calibration')::DOUBLE, 4), ''),
+                             '') END AS why,
        (b.parts->>'query_impact')::DOUBLE AS query_impact,
        (b.parts->>'query_part')::DOUBLE AS query_part,
        (b.parts->>'prestige_impact')::DOUBLE AS prestige_impact,
@@ -119,9 +122,12 @@ SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority
        CAST(b.parts->'needy_queries' AS VARCHAR[]) AS needy_queries,
        CAST(b.parts->'needy_odds' AS DOUBLE[]) AS needy_odds,
        (b.parts->>'expected_impact')::DOUBLE AS expected_impact,
+       (b.parts->>'impact_calibration')::DOUBLE AS impact_calibration,
        (b.parts->>'p_changed')::DOUBLE AS p_changed,
        (b.parts->>'change_rate')::DOUBLE AS change_rate,
        b.parts->>'pooling' AS rate_pooling,
+       (b.parts->>'sibling_checks')::INTEGER AS sibling_checks,
+       (b.parts->>'sibling_changes')::INTEGER AS sibling_changes,
        (b.parts->>'carried_impact')::DOUBLE AS carried_impact,
        (b.parts->>'moving_share')::DOUBLE AS moving_share,
        f.in_links, f.pagerank, b.parts
@@ -132,11 +138,12 @@ ORDER BY b.fetch_cycle, b.rank;
 -- How fresh is each stored page likely to be when the next cycle fetches: when it was last fetched or checked and last
 -- found changed, its checks and the changes they found, its estimated change rate per cycle (Cho & Garcia-Molina's
 -- estimator, pooled over its path group and host while it has few checks: `pooling` names the level that weighs
--- most), P(changed since its last fetch), and from which cycle the refresh policy would fetch it again and why
+-- most), the host's checks since its own and the changes they found, P(changed since its last fetch) from both, and from
+-- which cycle the refresh policy would fetch it again and why
 -- (page_freshness in functions.sql, with the refresh settings of the latest cycle's record).
 CREATE OR REPLACE VIEW v_page_freshness AS
 SELECT url, host, checked_cycle AS last_fetched, changed_cycle AS last_changed, checks, changes, change_rate, pooling,
-       p_changed, next_due, overdue, due_rule AS why
+       sibling_checks, sibling_changes, p_changed, next_due, overdue, due_rule AS why
 FROM page_freshness((SELECT coalesce(max(cycle), 0) + 1 FROM cycles),
                     (SELECT settings->'values' FROM cycles WHERE settings IS NOT NULL ORDER BY cycle DESC LIMIT 1))
 ORDER BY p_changed DESC, url;

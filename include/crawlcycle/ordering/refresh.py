@@ -22,12 +22,14 @@ from crawlcycle.db import check_inputs, execute, fetch_rows, query, run_sql, sca
 from crawlcycle.models import prestige
 from crawlcycle.settings import Settings
 
+CALIBRATION_CYCLES = 3  # batches whose new URLs calibrate a new URL's expected impact against what they carry
+
 
 def moving_share(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> float:
-    """The share of changed pages whose re-fetch moved them in or out of a top K, learned up to cycle ``cycle`` with
-    ``moving_share_prior`` worth ``refresh_prior_weight`` checks."""
+    """The share of changed pages whose re-fetch moved them in or out of a top K beyond what moves unchanged pages,
+    learned up to cycle ``cycle`` with ``moving_share_prior`` worth ``refresh_prior_weight`` checks."""
     return fetch_rows(con, "ordering/refresh/moving_share", cycle=cycle, prior=settings.moving_share_prior,
-                      weight=settings.refresh_prior_weight)[0][2]
+                      weight=settings.refresh_prior_weight)[0][-1]
 
 
 def stage_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
@@ -65,11 +67,14 @@ def scored(con: duckdb.DuckDBPyConnection, cycle: int) -> pl.DataFrame:
                    params=[cycle]).pl()
 
 
-def new_impact(con: duckdb.DuckDBPyConnection, cycle: int, new: pl.DataFrame) -> pl.DataFrame:
-    """``new`` (url, parts, ...) with ``value``: each URL's expected impact in the units of a refresh's value."""
+def new_impact(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, new: pl.DataFrame) -> pl.DataFrame:
+    """``new`` (url, parts, ...) with ``value``: each URL's expected impact in the units of a refresh's value,
+    calibrated by what the new URLs of the last ``CALIBRATION_CYCLES`` batches carry in the results of cycle
+    ``cycle``; its parts gain expected_impact and impact_calibration."""
     with staged(con, s_new=new.select("url", "parts")):
-        values = query(con, "ordering/refresh/new_impact", **prestige.coefficients(con, cycle))
-    return new.join(values, on="url", how="left", maintain_order="left")
+        values = query(con, "ordering/refresh/new_impact", cycle=cycle, top_k=settings.top_k,
+                       window=CALIBRATION_CYCLES, **prestige.coefficients(con, cycle))
+    return new.drop("parts").join(values, on="url", how="left", maintain_order="left")
 
 
 def _per_host(rows: pl.DataFrame, cap: int, taken: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -40,7 +40,7 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     entry = refresh_policy(settings.refresh_policy)
     new = cand.filter(allowed)
     if entry.budget == "value":
-        new = refresh.new_impact(con, score_cycle, new)
+        new = refresh.new_impact(con, settings, score_cycle, new)
     stored = refresh.scored(con, score_cycle)
     batch = refresh.divide(new, stored.filter(robots_filter(con, settings, stored)), entry, settings)
     with staged(con, s_batch=batch):
