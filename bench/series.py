@@ -424,13 +424,18 @@ def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
 # --- refresh policies on the series ------------------------------------------------------------------------------
 
 
-def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs: int, switch: str,
-            work: Path) -> None:
-    """The refresh ``policies`` on the series in each of ``runs``; each run's summaries kept in RESULTS."""
+def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs: int, switch: str, work: Path,
+            revisit_cycles: int | None = None) -> None:
+    """The refresh ``policies`` on the series in each of ``runs``; each run's summaries kept in RESULTS, labelled
+    ``<policy>-every-<n>`` under ``revisit_cycles`` n (fixed_revisit_cycles: the interval of fixed, adaptive's
+    first)."""
     warcs = built(spec)
     starts = [1 + round(i * cycles / len(warcs)) for i in range(len(warcs))]
     batch = round(0.05 * sum(map(len, policy_lab.html_pages(warcs[0]).values())))
-    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, "policy": "hybrid"})
+    interval = {"fixed_revisit_cycles": revisit_cycles} if revisit_cycles else {}
+    suffix = f"-every-{revisit_cycles}" if revisit_cycles else ""
+    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, "policy": "hybrid",
+                                                     **interval})
     for r in runs:
         workload(spec, work / f"run-{r}", r, 3000)
         t0 = time.perf_counter()
@@ -440,11 +445,12 @@ def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs:
                 print(f"  [run {r} {time.perf_counter() - t0:6.0f} s] {m}", flush=True)
 
         summaries = simulate(settings, warcs, work / f"run-{r}" / "queries.tsv", work / f"run-{r}" / "seeds.txt",
-                             ["hybrid"], cycles, work / f"run-{r}" / "sim", jobs=jobs, starts=starts, switch=switch,
-                             refresh_policies=policies, cache=work / "cache", progress=progress)
+                             ["hybrid"], cycles, work / f"run-{r}" / f"sim{suffix}", jobs=jobs, starts=starts,
+                             switch=switch, refresh_policies=policies, cache=work / "cache", progress=progress)
         for s in summaries.values():
-            (RESULTS / "refresh" / s["refresh_policy"]).mkdir(parents=True, exist_ok=True)
-            (RESULTS / "refresh" / s["refresh_policy"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
+            s["label"] = s["refresh_policy"] + suffix
+            (RESULTS / "refresh" / s["label"]).mkdir(parents=True, exist_ok=True)
+            (RESULTS / "refresh" / s["label"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
         print(f"run {r}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
@@ -455,7 +461,7 @@ def refresh_results(runs: int) -> str:
         files = sorted((RESULTS / "refresh").glob(f"*/run-{r}.json"))
         if not files:
             raise SystemExit(f"run {r}: no {RESULTS / 'refresh'}/*/run-{r}.json; run `series.py refresh` first")
-        per_run.append({(s := json.loads(f.read_text()))["refresh_policy"]: s for f in files})
+        per_run.append({f.parent.name: json.loads(f.read_text()) for f in files})
     first = next(iter(per_run[0].values()))
     starts = [v["start"] for v in first["versions"]]
     text = refresh_report(per_run, starts, first["batch_size"], first["switch"])
@@ -537,6 +543,8 @@ def main() -> None:
     f.add_argument("--report", action="store_true", help="report on the kept runs without simulating")
     f.add_argument("--policies", nargs="+", choices=REFRESH_POLICIES, default=list(REFRESH_POLICIES),
                    help="simulate these refresh policies (the report reads every policy kept)")
+    f.add_argument("--revisit-cycles", type=int, help="fixed_revisit_cycles for fixed and adaptive (default: the "
+                   "setting's, Nutch's 30 days as 30 cycles); their results are kept as <policy>-every-<n>")
     f.add_argument("--cycles", type=int, default=12)
     f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
     f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
@@ -554,8 +562,11 @@ def main() -> None:
         print(text)
     elif args.command == "refresh":
         if not args.report:
+            if args.revisit_cycles and set(args.policies) - {"fixed", "adaptive"}:
+                raise SystemExit("--revisit-cycles: only fixed and adaptive have a revisit interval; add --policies "
+                                 "fixed adaptive")
             refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.policies,
-                    args.cycles, args.jobs, args.switch, args.work)
+                    args.cycles, args.jobs, args.switch, args.work, args.revisit_cycles)
         print(refresh_results(args.runs))
     else:
         workload(spec, args.out, args.run, args.queries)

@@ -151,18 +151,19 @@ def test_the_moving_share_is_what_changed_pages_move_beyond_what_unchanged_pages
                     "(6, ?, 'bfs', 'done')", [DAY + timedelta(days=4), DAY + timedelta(days=5)])
         for name in ("moved", "stayed", "moved-too", "left", "kept", "still-1", "still-2"):  # checked in cycle 6
             stored(con, f"http://a.test/{name}", NOW - 5, (name in ("moved", "stayed"),))  # two found changed
-        shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
-        shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
-        assert refresh.moving_share(con, s, NOW) == pytest.approx((1 + 4 * 0.2) / (2 + 4))
-        # an unchanged page that left a top K too: the index moved it, not a change; a fifth of those checks moved
+        # unchanged pages alone moving tells how much the index moves, not what a change does: the prior
         shown(con, "r", 1, ["http://a.test/left", "http://a.test/kept"], cycle=5)
         shown(con, "r", 1, ["http://a.test/kept"], cycle=6)
-        changed, unchanged = (1 + 4 * 0.2) / (2 + 4), 1 / 5
-        assert refresh.moving_share(con, s, NOW) == pytest.approx((changed - unchanged) / (1 - unchanged))
-        # a second unchanged page left r's top K: unchanged pages move more often than changed ones, nothing is left
-        con.execute("INSERT INTO query_results VALUES (5, 'r', 3, 'http://a.test/moved-too', 1.0, 'reference')")
-        assert refresh.moving_share(con, s, NOW) == 0
-        # no change seen yet: the prior
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * 0 + 4 * 0.2) / (2 + 4))
+        # one of the two changed pages left q's top K: half of them moved, a fifth of the unchanged ones did
+        shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
+        shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * (0.5 - 0.2) / (1 - 0.2) + 4 * 0.2) / (2 + 4))
+        # more unchanged pages leave: three fifths move unchanged, more than the changed half; the change moved nothing
+        con.execute("INSERT INTO query_results VALUES (5, 'r', 3, 'http://a.test/moved-too', 1.0, 'reference'), "
+                    "(5, 'r', 4, 'http://a.test/still-1', 1.0, 'reference')")
+        assert refresh.moving_share(con, s, NOW) == pytest.approx(4 * 0.2 / (2 + 4))
+        # no check yet: the prior
         assert refresh.moving_share(con, s, 5) == pytest.approx(0.2)
 
 

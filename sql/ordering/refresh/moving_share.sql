@@ -3,8 +3,11 @@
 -- its other pages change too, which moves results whether or not the page changed: the unchanged checks' moves are
 -- that, the changed checks' moves beyond them are the change's. A check counts for a query that has results both in
 -- the cycle before the check and in the check's cycle (query_results; checks whose two cycles share no such query
--- tell nothing and are left out). Changed: (moved + $weight x prior $prior) / (checks + $weight); unchanged: moved /
--- checks (0 without any); m = (changed - unchanged) / (1 - unchanged), at least 0.
+-- tell nothing and are left out). Per cycle c: m_c = (changed moved - unchanged moved) / (1 - unchanged moved), at
+-- least 0, the unchanged share of c's own checks (of all cycles' when c has none); m = the changed checks' m_c with
+-- $weight checks' worth of the prior $prior: (sum of m_c over changed checks + $weight x $prior) / (changed checks +
+-- $weight). Until a change has been seen, the prior: unchanged checks alone tell how much the index moves, not how much
+-- a change does.
 WITH checks AS (
     SELECT cycle, url, changed FROM page_checks WHERE changed IS NOT NULL AND cycle <= $cycle
 ), shared AS (
@@ -21,17 +24,22 @@ WITH checks AS (
     GROUP BY ALL
 ), moved AS (
     SELECT DISTINCT cycle, url FROM shown WHERE cycles_shown = 1
-), counts AS (
-    SELECT count(*) FILTER (WHERE t.changed) AS checks, count(m.url) FILTER (WHERE t.changed) AS moved,
+), per_cycle AS (
+    SELECT t.cycle, count(*) FILTER (WHERE t.changed) AS checks, count(m.url) FILTER (WHERE t.changed) AS moved,
            count(*) FILTER (WHERE NOT t.changed) AS unchanged_checks,
            count(m.url) FILTER (WHERE NOT t.changed) AS unchanged_moved
     FROM told t LEFT JOIN moved m USING (cycle, url)
-), rates AS (
-    SELECT *, (moved + $weight * $prior) / (checks + $weight) AS changed_rate,
-           coalesce(unchanged_moved / nullif(unchanged_checks, 0), 0) AS unchanged_rate
-    FROM counts
+    GROUP BY t.cycle
+), base AS (
+    SELECT *, coalesce(unchanged_moved / nullif(unchanged_checks, 0),
+                       sum(unchanged_moved) OVER () / nullif(sum(unchanged_checks) OVER (), 0), 0) AS unchanged_rate
+    FROM per_cycle
+), effect AS (
+    SELECT *, CASE WHEN checks = 0 OR unchanged_rate >= 1 THEN 0
+                   ELSE greatest(0, (moved / checks - unchanged_rate) / (1 - unchanged_rate)) END AS share
+    FROM base
 )
-SELECT moved, checks, unchanged_moved, unchanged_checks,
-       round(CASE WHEN unchanged_rate >= 1 THEN 0
-                  ELSE greatest(0, (changed_rate - unchanged_rate) / (1 - unchanged_rate)) END, 12) AS share
-FROM rates;
+SELECT coalesce(sum(moved), 0) AS moved, coalesce(sum(checks), 0) AS checks,
+       coalesce(sum(unchanged_moved), 0) AS unchanged_moved, coalesce(sum(unchanged_checks), 0) AS unchanged_checks,
+       round((coalesce(sum(checks * share), 0) + $weight * $prior) / (coalesce(sum(checks), 0) + $weight), 12) AS share
+FROM effect;
