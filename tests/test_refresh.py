@@ -144,24 +144,33 @@ def test_v_page_freshness_reads_the_refresh_settings_of_the_latest_cycle(tmp_pat
     assert row["p_changed"] == pytest.approx(1 - math.exp(-row["change_rate"] * 3))
 
 
-def test_the_moving_share_is_what_changed_pages_move_beyond_what_unchanged_pages_move(tmp_path: Path) -> None:
+def test_the_moving_share_is_the_carried_impact_a_change_moves_beyond_what_moves_unchanged(tmp_path: Path) -> None:
     s = state(tmp_path, "impact", moving_share_prior=0.2, refresh_prior_weight=4.0)
+    total = sum(i ** -1.5 for i in range(1, 11))
+
+    def w(rank: int) -> float:  # view_weight in a top 10
+        return 10 * rank ** -1.5 / total
+
     with connect(s) as con:
         con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (5, ?, 'bfs', 'done'), "
                     "(6, ?, 'bfs', 'done')", [DAY + timedelta(days=4), DAY + timedelta(days=5)])
-        for name in ("moved", "stayed", "moved-too", "left", "kept", "still-1", "still-2"):  # checked in cycle 6
+        for name in ("moved", "stayed", "moved-too", "left", "kept", "still"):  # checked in cycle 6
             stored(con, f"http://a.test/{name}", NOW - 5, (name in ("moved", "stayed"),))  # two found changed
-        # unchanged pages alone moving tells how much the index moves, not what a change does: the prior
-        shown(con, "r", 1, ["http://a.test/left", "http://a.test/kept"], cycle=5)
+        # unchanged pages alone moving tell how much the index moves, not what a change does: the prior
+        shown(con, "r", 1, ["http://a.test/kept", "http://a.test/left"], cycle=5)
         shown(con, "r", 1, ["http://a.test/kept"], cycle=6)
-        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * 0 + 4 * 0.2) / (2 + 4))
-        # one of the two changed pages left q's top K: half of them moved, a fifth of the unchanged ones did
+        assert refresh.moving_share(con, s, NOW) == pytest.approx(0.2)
+        # the changed pages: one left q's top K (all it carried there moved), one rose from rank 2 to 1
         shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
         shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
-        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * (0.5 - 0.2) / (1 - 0.2) + 4 * 0.2) / (2 + 4))
-        # more unchanged pages leave: three fifths move unchanged, more than the changed half; the change moved nothing
-        con.execute("INSERT INTO query_results VALUES (5, 'r', 3, 'http://a.test/moved-too', 1.0, 'reference'), "
-                    "(5, 'r', 4, 'http://a.test/still-1', 1.0, 'reference')")
+        changed = (w(1) + (w(1) - w(2))) / (w(1) + w(2))
+        unchanged = w(2) / (w(1) + w(2))  # kept stayed first, left left
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * (changed - unchanged) + 4 * 0.2) / (2 + 4))
+        # two unchanged pages rise from rank 10 to 1: the index moved more than the changes did, nothing is left
+        for query, url in (("t", "http://a.test/moved-too"), ("u", "http://a.test/still")):
+            shown(con, query, 1, [f"http://c.test/{i}" for i in range(9)] + [url], cycle=5)
+            shown(con, query, 1, [url], cycle=6)
+        assert (w(2) + 2 * (w(1) - w(10))) / (w(1) + w(2) + 2 * w(10)) > changed
         assert refresh.moving_share(con, s, NOW) == pytest.approx(4 * 0.2 / (2 + 4))
         # no check yet: the prior
         assert refresh.moving_share(con, s, 5) == pytest.approx(0.2)

@@ -26,10 +26,10 @@ CALIBRATION_CYCLES = 3  # batches whose new URLs calibrate a new URL's expected 
 
 
 def moving_share(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> float:
-    """The share of changed pages whose re-fetch moved them in or out of a top K beyond what moves unchanged pages,
-    learned up to cycle ``cycle`` with ``moving_share_prior`` worth ``refresh_prior_weight`` checks."""
-    return fetch_rows(con, "ordering/refresh/moving_share", cycle=cycle, prior=settings.moving_share_prior,
-                      weight=settings.refresh_prior_weight)[0][-1]
+    """The share of a changed page's carried impact its re-fetch moves, beyond what moves on unchanged pages, learned
+    up to cycle ``cycle`` with ``moving_share_prior`` worth ``refresh_prior_weight`` checks."""
+    return fetch_rows(con, "ordering/refresh/moving_share", cycle=cycle, top_k=settings.top_k,
+                      prior=settings.moving_share_prior, weight=settings.refresh_prior_weight)[0][-1]
 
 
 def stage_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:

@@ -1,45 +1,51 @@
--- The moving share m up to cycle $cycle: how much more often a check that found a page changed moved it in or out of
--- the top K of a query than a check that found it unchanged. Between two cycles the index around a page grows and
--- its other pages change too, which moves results whether or not the page changed: the unchanged checks' moves are
--- that, the changed checks' moves beyond them are the change's. A check counts for a query that has results both in
--- the cycle before the check and in the check's cycle (query_results; checks whose two cycles share no such query
--- tell nothing and are left out). Per cycle c: m_c = (changed moved - unchanged moved) / (1 - unchanged moved), at
--- least 0, the unchanged share of c's own checks (of all cycles' when c has none); m = the changed checks' m_c with
--- $weight checks' worth of the prior $prior: (sum of m_c over changed checks + $weight x $prior) / (changed checks +
--- $weight). Until a change has been seen, the prior: unchanged checks alone tell how much the index moves, not how much
--- a change does.
-WITH checks AS (
+-- The moving share m up to cycle $cycle: the share of a changed page's carried impact that its re-fetch moved, beyond
+-- what moves when the page has not changed. A check at cycle c compares the page's results of c - 1 (its old copy)
+-- with those of c, over the queries that have results in both cycles (query_results): carried = sum of frequency x
+-- view_weight(rank before), moved = sum of frequency x |view_weight(rank after) - view_weight(rank before)| (a page
+-- leaving a top K moves all it carried there, one going from rank 2 to 1 a little). Between two cycles the index
+-- grows around every page and its neighbours change, which moves results whether or not the page changed: the
+-- unchanged checks' moved / carried is that, the changed checks' beyond it is the change's. Per cycle c: m_c =
+-- changed moved / carried - unchanged moved / carried (c's unchanged checks, or all cycles' when c has none), within
+-- [0, 1]; m = the changed checks' m_c with $weight checks' worth of the prior $prior. Only checks of pages that carried
+-- impact count (a refresh of one that carries none is worth nothing anyway); until such a change has been seen, the
+-- prior.
+WITH freq AS (
+    SELECT y.cycle, l.query, exact_sum(l.frequency) AS frequency
+    FROM query_log l JOIN cycles y ON y.interval_start = l.partition
+    GROUP BY ALL
+), checks AS (
     SELECT cycle, url, changed FROM page_checks WHERE changed IS NOT NULL AND cycle <= $cycle
 ), shared AS (
     SELECT a.cycle, a.query
     FROM (SELECT DISTINCT cycle, query FROM query_results) a
     JOIN (SELECT DISTINCT cycle, query FROM query_results) b ON b.cycle = a.cycle - 1 AND b.query = a.query
-), told AS (
-    SELECT DISTINCT c.cycle, c.url, c.changed FROM checks c JOIN shared s USING (cycle)
-), shown AS (
-    SELECT c.cycle, c.url, s.query, count(*) AS cycles_shown
+), ranks AS (
+    SELECT c.cycle, c.url, c.changed, f.frequency,
+           coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle - 1), 0) AS before,
+           coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle), 0) AS after
     FROM checks c
     JOIN shared s USING (cycle)
+    JOIN freq f ON f.cycle = c.cycle AND f.query = s.query
     JOIN query_results r ON r.url = c.url AND r.query = s.query AND r.cycle IN (c.cycle - 1, c.cycle)
-    GROUP BY ALL
-), moved AS (
-    SELECT DISTINCT cycle, url FROM shown WHERE cycles_shown = 1
+    GROUP BY c.cycle, c.url, c.changed, s.query, f.frequency
+), per_check AS (
+    SELECT cycle, url, changed, exact_sum(frequency * before) AS carried,
+           exact_sum(frequency * abs(after - before)) AS moved
+    FROM ranks GROUP BY ALL
+    HAVING carried > 0
 ), per_cycle AS (
-    SELECT t.cycle, count(*) FILTER (WHERE t.changed) AS checks, count(m.url) FILTER (WHERE t.changed) AS moved,
-           count(*) FILTER (WHERE NOT t.changed) AS unchanged_checks,
-           count(m.url) FILTER (WHERE NOT t.changed) AS unchanged_moved
-    FROM told t LEFT JOIN moved m USING (cycle, url)
-    GROUP BY t.cycle
-), base AS (
-    SELECT *, coalesce(unchanged_moved / nullif(unchanged_checks, 0),
-                       sum(unchanged_moved) OVER () / nullif(sum(unchanged_checks) OVER (), 0), 0) AS unchanged_rate
-    FROM per_cycle
+    SELECT cycle, count(*) FILTER (WHERE changed) AS checks,
+           sum(moved) FILTER (WHERE changed) / sum(carried) FILTER (WHERE changed) AS changed_moved,
+           sum(moved) FILTER (WHERE NOT changed) AS unchanged_moved,
+           sum(carried) FILTER (WHERE NOT changed) AS unchanged_carried
+    FROM per_check GROUP BY cycle
 ), effect AS (
-    SELECT *, CASE WHEN checks = 0 OR unchanged_rate >= 1 THEN 0
-                   ELSE greatest(0, (moved / checks - unchanged_rate) / (1 - unchanged_rate)) END AS share
-    FROM base
+    SELECT *, least(1, greatest(0, changed_moved - coalesce(
+               unchanged_moved / unchanged_carried,
+               sum(unchanged_moved) OVER () / sum(unchanged_carried) OVER (), 0))) AS share
+    FROM per_cycle
 )
-SELECT coalesce(sum(moved), 0) AS moved, coalesce(sum(checks), 0) AS checks,
-       coalesce(sum(unchanged_moved), 0) AS unchanged_moved, coalesce(sum(unchanged_checks), 0) AS unchanged_checks,
-       round((coalesce(sum(checks * share), 0) + $weight * $prior) / (coalesce(sum(checks), 0) + $weight), 12) AS share
+SELECT coalesce(sum(checks), 0) AS checks, round(coalesce(sum(checks * share) / sum(checks), 0), 9) AS moved_share,
+       round((coalesce(sum(checks * share) FILTER (WHERE checks > 0), 0) + $weight * $prior)
+             / (coalesce(sum(checks), 0) + $weight), 12) AS share
 FROM effect;
