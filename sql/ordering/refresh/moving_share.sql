@@ -1,14 +1,14 @@
--- The moving share m up to cycle $cycle: the share of a changed page's carried impact that its re-fetch moved, beyond
--- what moves when the page has not changed. A check at cycle c compares the page's results of c - 1 (its old copy)
--- with those of c, over the queries that have results in both cycles (query_results): carried = sum of frequency x
--- view_weight(rank before), moved = sum of frequency x |view_weight(rank after) - view_weight(rank before)| (a page
--- leaving a top K moves all it carried there, one going from rank 2 to 1 a little). Between two cycles the index
--- grows around every page and its neighbours change, which moves results whether or not the page changed: the
--- unchanged checks' moved / carried is that, the changed checks' beyond it is the change's. Per cycle c: m_c =
--- changed moved / carried - unchanged moved / carried (c's unchanged checks, or all cycles' when c has none), within
--- [0, 1]; m = the changed checks' m_c with $weight checks' worth of the prior $prior. Only checks of pages that carried
--- impact count (a refresh of one that carries none is worth nothing anyway); until such a change has been seen, the
--- prior.
+-- The moving share m up to cycle $cycle: the share of a changed page's carried impact that its re-fetch moved in or out
+-- of a top K, beyond what moves when the page has not changed. A check at cycle c compares the page's results of
+-- c - 1 (its old copy) with those of c, over the queries that have results in both cycles (query_results): carried =
+-- sum of frequency x view_weight(rank before), moved = the same over the queries whose top K it left, plus frequency x
+-- view_weight(rank after) over those it entered. A move within a top K is not counted: a searcher is served the same
+-- pages (repository quality counts which pages a top K holds). Between two cycles the index grows around every page
+-- and its neighbours change, which moves results whether or not the page changed: the unchanged checks' moved /
+-- carried is that, the changed checks' beyond it is the change's. Per cycle c: m_c = changed moved / carried -
+-- unchanged moved / carried (c's unchanged checks, or all cycles' when c has none), within [0, 1]; m = the changed
+-- checks' m_c with $weight checks' worth of the prior $prior. Only checks of pages that carried impact count (a refresh
+-- of one that carries none is worth nothing anyway); until such a change has been seen, the prior.
 WITH freq AS (
     SELECT y.cycle, l.query, exact_sum(l.frequency) AS frequency
     FROM query_log l JOIN cycles y ON y.interval_start = l.partition
@@ -30,7 +30,7 @@ WITH freq AS (
     GROUP BY c.cycle, c.url, c.changed, s.query, f.frequency
 ), per_check AS (
     SELECT cycle, url, changed, exact_sum(frequency * before) AS carried,
-           exact_sum(frequency * abs(after - before)) AS moved
+           exact_sum(frequency * CASE WHEN (before > 0) <> (after > 0) THEN before + after ELSE 0 END) AS moved
     FROM ranks GROUP BY ALL
     HAVING carried > 0
 ), per_cycle AS (
