@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,30 @@ def test_reader_on_real_shaped_files(body: bytes, kind: str | None, locs: list[s
     sitemap = read_sitemap(body, 1_000_000)
     assert (sitemap.kind, sitemap.locs) == (kind, locs)
     assert (sitemap.reason or "").startswith(reason or "") and (reason is None) == (sitemap.reason is None)
+
+
+def test_reader_keeps_each_page_s_lastmod_in_utc_and_counts_values_in_no_w3c_form() -> None:
+    dates = {"/date": "2026-11-01", "/month": "2026-11", "/year": "2026", "/utc": "2026-11-01T10:20:30Z",
+             "/minutes": "2026-11-01T10:20+02:00", "/fraction": " 2026-11-01T10:20:30.25-05:30 ",
+             "/no-zone": "2026-11-01T10:20:30", "/spaced": "2026-11-01 10:20:30+00:00", "/month13": "2026-13-01",
+             "/feb30": "2026-02-30", "/words": "yesterday", "/empty": ""}
+    entries = "".join(f"<url><loc>http://s.test{path}</loc><lastmod>{value}</lastmod><changefreq>always</changefreq>"
+                      "<priority>1.0</priority></url>" for path, value in dates.items())
+    # the lastmod may come before the loc; a page without one has none
+    entries += ("<url><lastmod>2026-11-02</lastmod><loc>http://s.test/first</loc></url>"
+                "<url><loc>http://s.test/none</loc><changefreq>daily</changefreq></url>")
+    sitemap = read_sitemap(f'<?xml version="1.0"?><urlset {NS}>{entries}</urlset>'.encode(), 1_000_000)
+    assert dict(zip(sitemap.locs, sitemap.lastmods, strict=True)) == {
+        "http://s.test/date": datetime(2026, 11, 1), "http://s.test/month": datetime(2026, 11, 1),
+        "http://s.test/year": datetime(2026, 1, 1), "http://s.test/utc": datetime(2026, 11, 1, 10, 20, 30),
+        "http://s.test/minutes": datetime(2026, 11, 1, 8, 20),
+        "http://s.test/fraction": datetime(2026, 11, 1, 15, 50, 30, 250_000),
+        **dict.fromkeys(f"http://s.test{p}" for p in ("/no-zone", "/spaced", "/month13", "/feb30", "/words", "/empty")),
+        "http://s.test/first": datetime(2026, 11, 2), "http://s.test/none": None}
+    assert sitemap.bad_lastmods == 6
+    # an index's dates are its sitemaps', not pages': not kept, not counted
+    nested = read_sitemap(index("http://s.test/1.xml"), 1_000_000)
+    assert (nested.lastmods, nested.bad_lastmods) == ([None], 0)
 
 
 def test_reader_bounds_decompression_and_size() -> None:

@@ -369,6 +369,10 @@ class Settings:
                                           above=0)
     moving_share_prior: float = refresh(0.5, "share of changed pages whose re-fetch moves them in or out of a "
                                         "top K, before any change has been seen", low=0, high=1)
+    lastmod_trust_checks: int = refresh(10, "checks of a host's pages that must agree with its sitemap's lastmod "
+                                        "dates before they decide P(changed) of its pages", low=1)
+    lastmod_trust_share: float = refresh(0.9, "share of the checks judging a host's sitemap lastmod dates that must "
+                                         "agree with them before they are trusted", above=0.5, high=1)
     # The data-quality gates between stages.
     gate_warn: str = quality("", "comma-separated gate checks whose failure is recorded and logged but does not stop "
                              "the cycle (names as in dq_results.expectation)")

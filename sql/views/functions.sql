@@ -70,6 +70,51 @@ GROUP BY r.url;
 CREATE OR REPLACE MACRO change_rate(n_checks, n_changed, mean_gap) AS
     -ln((n_checks - n_changed + 0.5) / (n_checks + 0.5)) / mean_gap;
 
+-- When each fetch or check of a page began, by cycle (fetch_log.started_at; a page first fetched through a redirect:
+-- the redirect's), on the hosts whose sitemaps give lastmod dates.
+CREATE OR REPLACE MACRO sitemap_fetch_times(as_of) AS TABLE
+SELECT coalesce(final_url, url) AS url, cycle, min(started_at) AS at
+FROM fetch_log
+WHERE cycle <= as_of AND started_at IS NOT NULL AND host IN (SELECT host FROM sitemap_lastmods)
+GROUP BY ALL;
+
+-- Whether each host's sitemap has proved its lastmod dates, as of the fetch of cycle `as_of` by the refresh settings
+-- `conf` (Google uses lastmod only when it is "consistently and verifiably accurate"; changefreq is not read). A check
+-- judges the lastmod its page's sitemap gave for the interval it covered (page_checks.sitemap_lastmod), when the host's
+-- sitemaps were read in the check's cycle (after its batch URLs): after the fetch or check before it, the sitemap said
+-- the page changed; at or before it, that it did not; after the check itself, it tells of a later change and judges
+-- nothing. `judged` checks, `agreed` with what they found, `told` changes they found that the sitemap had told. Trusted
+-- once at least lastmod_trust_checks checks agreed, at least lastmod_trust_share of those judged, and one change told
+-- was found (dates that never move tell none). `agreement`: the chance the sitemap is right by the rule of succession,
+-- (agreed + 1) / (judged + 2). Times are the crawler's, when the fetches began (sitemap_fetch_times).
+CREATE OR REPLACE MACRO sitemap_hosts(as_of, conf) AS TABLE
+WITH judged AS (
+    SELECT c.host, c.changed, epoch(c.sitemap_lastmod) > before.at AS told_changed
+    FROM page_checks c
+    JOIN sitemap_fetch_times(as_of) before ON before.url = c.url AND before.cycle = c.previous_cycle
+    JOIN sitemap_fetch_times(as_of) checked ON checked.url = c.url AND checked.cycle = c.cycle
+    SEMI JOIN sitemap_fetches r ON r.cycle = c.cycle AND r.host = c.host AND r.kind = 'urlset'
+    WHERE c.cycle <= as_of AND c.changed IS NOT NULL AND epoch(c.sitemap_lastmod) <= checked.at
+), counted AS (
+    SELECT host, count(*) AS judged, count(*) FILTER (WHERE told_changed = changed) AS agreed,
+           count(*) FILTER (WHERE told_changed AND changed) AS told
+    FROM judged GROUP BY host
+)
+SELECT *, (agreed + 1) / (judged + 2) AS agreement,
+       agreed >= (conf->>'lastmod_trust_checks')::INTEGER AND agreed >= (conf->>'lastmod_trust_share')::DOUBLE * judged
+       AND told > 0 AS trusted
+FROM counted;
+
+-- What the sitemap says of each stored page of a host whose sitemap is trusted (sitemap_hosts), with a lastmod:
+-- `told_changed`, its latest lastmod is after the page's last fetch or check, and the host's `agreement`.
+CREATE OR REPLACE MACRO sitemap_trust(as_of, conf) AS TABLE
+SELECT p.url, h.agreement, epoch(m.lastmod) > f.at AS told_changed
+FROM pages p
+JOIN sitemap_hosts(as_of, conf) h ON h.host = p.host AND h.trusted
+JOIN (SELECT url, arg_max(lastmod, cycle) AS lastmod FROM sitemap_lastmods WHERE cycle <= as_of GROUP BY url) m
+    ON m.url = p.url
+JOIN sitemap_fetch_times(as_of) f ON f.url = p.url AND f.cycle = coalesce(p.checked_cycle, p.cycle);
+
 -- How fresh each stored page is likely to be as of the fetch of cycle `as_of`, by the refresh settings `conf` (JSON
 -- of the [refresh] section: Settings.section('refresh'), or a cycle's record): the one home of the change-rate
 -- estimate, which the refresh policies (sql/ordering/refresh/) and v_page_freshness read.
@@ -81,6 +126,8 @@ CREATE OR REPLACE MACRO change_rate(n_checks, n_changed, mean_gap) AS
 -- evidence, with refresh_prior_weight checks' worth of the rate's 1 - exp(-rate x cycles since). Sites change in
 -- bursts (a release rewrites many pages at once): after one, the first checks find changes and raise P for the pages
 -- not yet checked; once the host's checks come back unchanged, P falls, where a rate alone would stay high.
+-- by_sitemap: the page's host has proved its sitemap's lastmod dates (sitemap_trust), so P(changed) is the sitemap's
+-- word instead: its agreement if the latest lastmod is after the page's last fetch or check, 1 - agreement if not.
 -- adaptive_interval: Nutch's AdaptiveFetchSchedule over the page's checks in order, from fixed_revisit_cycles: x (1 +
 -- adaptive_inc_rate) after an unmodified check, x (1 - adaptive_dec_rate) after a modified one, kept within
 -- min_revisit_cycles .. max_revisit_cycles. next_due: the cycle from which refresh_policy would fetch the page again
@@ -148,7 +195,9 @@ SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, chang
        CASE WHEN w_page >= greatest(w_group, w_host, w_prior) THEN 'page'
             WHEN w_group >= greatest(w_host, w_prior) THEN 'path_group'
             WHEN w_host >= w_prior THEN 'host' ELSE 'prior' END AS pooling,
-       round((sibling_changes + w * (1 - exp(-rate * since))) / (sibling_checks + w), 12) AS p_changed,
+       round(CASE WHEN t.told_changed THEN t.agreement WHEN NOT t.told_changed THEN 1 - t.agreement
+                  ELSE (sibling_changes + w * (1 - exp(-rate * since))) / (sibling_checks + w) END, 12) AS p_changed,
+       t.url IS NOT NULL AS by_sitemap,
        round(adaptive_interval, 9) AS adaptive_interval,
        CASE policy WHEN 'none' THEN NULL
                    WHEN 'fixed' THEN checked_cycle + fixed
@@ -161,4 +210,4 @@ SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, chang
                                         || ' checks, ' || changes || ' changed)'
                    ELSE 'a candidate ' || lo || ' cycles after its last check, taken by ' || policy
                         || '; before any other once ' || hi || ' cycles have passed' END AS due_rule
-FROM weighed;
+FROM weighed LEFT JOIN sitemap_trust(as_of, conf) t USING (url);

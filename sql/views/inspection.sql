@@ -51,7 +51,7 @@ ORDER BY host, origin;
 
 -- What the sitemaps of each cycle gave: URLs handed to the frontier, and why a file was not read whole.
 CREATE OR REPLACE VIEW v_sitemaps AS
-SELECT s.cycle, s.url, s.host, s.depth, s.status, s.kind, s.entries, s.admitted, s.reason,
+SELECT s.cycle, s.url, s.host, s.depth, s.status, s.kind, s.entries, s.admitted, s.reason, s.bad_lastmods,
        (SELECT count(*) FROM frontier f WHERE f.source = 'sitemap' AND f.first_seen_cycle = s.cycle
                                           AND f.host = s.host) AS host_urls_new_from_sitemaps
 FROM sitemap_fetches s
@@ -103,9 +103,10 @@ GROUP BY cycle, query;
 -- the query-based and prestige-based impact and the discovery value (policy hybrid), the needy queries it may answer
 -- and the odds it enters each one's top K (top_k_odds), and its expected impact and the calibration of that estimate
 -- when the refresh policy weighed it against refreshes; a stored page fetched again (kind refresh) by the refresh
--- policy's value: P(changed since its last check), its change rate and the level it was pooled at, the host's
--- checks since its own and the changes they found, the impact it carries, the moving share, or the policy's due
--- rule. `why` says it in words. Other policies show their own parts.
+-- policy's value: P(changed since its last check), its change rate and the level it was pooled at, whether its
+-- sitemap's lastmod decided P instead (by_sitemap), the host's checks since its own and the changes they found, the
+-- impact it carries, the moving share, or the policy's due rule. `why` says it in words. Other policies show their
+-- own parts.
 CREATE OR REPLACE VIEW v_batch_explain AS
 SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority,
        CASE WHEN b.kind = 'refresh' THEN 'refresh: ' || (b.parts->>'why')
@@ -126,6 +127,7 @@ SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority
        (b.parts->>'p_changed')::DOUBLE AS p_changed,
        (b.parts->>'change_rate')::DOUBLE AS change_rate,
        b.parts->>'pooling' AS rate_pooling,
+       (b.parts->>'by_sitemap')::BOOLEAN AS by_sitemap,
        (b.parts->>'sibling_checks')::INTEGER AS sibling_checks,
        (b.parts->>'sibling_changes')::INTEGER AS sibling_changes,
        (b.parts->>'carried_impact')::DOUBLE AS carried_impact,
@@ -138,15 +140,25 @@ ORDER BY b.fetch_cycle, b.rank;
 -- How fresh is each stored page likely to be when the next cycle fetches: when it was last fetched or checked and last
 -- found changed, its checks and the changes they found, its estimated change rate per cycle (Cho & Garcia-Molina's
 -- estimator, pooled over its path group and host while it has few checks: `pooling` names the level that weighs
--- most), the host's checks since its own and the changes they found, P(changed since its last fetch) from both, and from
--- which cycle the refresh policy would fetch it again and why
+-- most), the host's checks since its own and the changes they found, P(changed since its last fetch) from both (or
+-- from its sitemap's lastmod once its host's sitemap has proved it: by_sitemap), and from which cycle the refresh
+-- policy would fetch it again and why
 -- (page_freshness in functions.sql, with the refresh settings of the latest cycle's record).
 CREATE OR REPLACE VIEW v_page_freshness AS
 SELECT url, host, checked_cycle AS last_fetched, changed_cycle AS last_changed, checks, changes, change_rate, pooling,
-       sibling_checks, sibling_changes, p_changed, next_due, overdue, due_rule AS why
+       sibling_checks, sibling_changes, p_changed, by_sitemap, next_due, overdue, due_rule AS why
 FROM page_freshness((SELECT coalesce(max(cycle), 0) + 1 FROM cycles),
                     (SELECT settings->'values' FROM cycles WHERE settings IS NOT NULL ORDER BY cycle DESC LIMIT 1))
 ORDER BY p_changed DESC, url;
+
+-- Which hosts' sitemaps have proved their lastmod dates (sitemap_hosts in functions.sql, with the refresh settings of
+-- the latest cycle's record): the checks that judged them, agreed with them and found a change they told; a trusted
+-- sitemap's lastmod decides P(changed) of its host's pages (v_page_freshness.by_sitemap).
+CREATE OR REPLACE VIEW v_sitemap_trust AS
+SELECT host, judged, agreed, told, round(agreed / judged, 4) AS agreed_share, trusted
+FROM sitemap_hosts((SELECT coalesce(max(cycle), 0) + 1 FROM cycles),
+                   (SELECT settings->'values' FROM cycles WHERE settings IS NOT NULL ORDER BY cycle DESC LIMIT 1))
+ORDER BY host;
 
 -- Path groups (url_path_group: origin, first directory, extension) held out of the batches: their URLs answered only
 -- 4xx, path_refusals times or more; one of them is tried again in cycle next_try_cycle.

@@ -1,13 +1,16 @@
 """A small web on loopback whose pages change between cycles, served the ways real servers serve them: one host per
-way of answering a conditional request (``WAYS``). Pages are real HTML; ``requests`` keeps the headers of every
-request, so that a test sees which conditions the crawler sent."""
+way of answering a conditional request (``WAYS``), and one per way of dating its pages in a sitemap (``SITEMAPS``).
+Pages are real HTML; ``requests`` keeps the headers of every request, so that a test sees which conditions the crawler
+sent."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,6 +24,12 @@ WAYS = {
     "plain.test": "no validators",
 }
 SAME_DATE = formatdate(1_700_000_000, usegmt=True)
+# host -> the <lastmod> its /sitemap.xml gives each of its pages (they answer with no validators, as plain.test)
+SITEMAPS = {
+    "honest.test": "the time the page last changed",
+    "lying.test": "the time any page of the site last changed, for every page (the site's build time)",
+    "frozen.test": "the day the site went up, for every page, whatever changed since; one date in no W3C form",
+}
 
 
 def html(title: str, text: str, links: tuple[str, ...] = (), build: str = "") -> bytes:
@@ -39,6 +48,8 @@ class ChangingWeb:
     def __init__(self) -> None:
         self.pages: dict[tuple[str, str], tuple[int, bytes, str | None]] = {}
         self.changed_at: dict[tuple[str, str], float] = {}
+        self.changed_wall: dict[tuple[str, str], float] = {}  # when a page last changed, by the clock
+        self.with_sitemap: dict[str, list[tuple[str, bytes]]] = {}  # host -> pages it changes when its sitemap is asked
         self.version = 1
         self.requests: list[tuple[str, str, dict[str, str]]] = []
         self.lock = threading.Lock()
@@ -48,7 +59,33 @@ class ChangingWeb:
         key = (host, "/" + path)
         if self.pages.get(key) != (status, body, location):
             self.changed_at[key] = 1_700_000_000 + 86_400 * self.version
+            self.changed_wall[key] = time.time()
         self.pages[key] = (status, body, location)
+
+    def publish_with_sitemap(self, url: str, body: bytes) -> None:
+        """Change ``url`` when its host's sitemap is next asked: after the pages of a crawler's visit, which reads a
+        host's sitemaps last."""
+        self.with_sitemap.setdefault(url.removeprefix("http://").split("/", 1)[0], []).append((url, body))
+
+    def sitemap(self, host: str) -> bytes:
+        """The /sitemap.xml of ``host`` (one of ``SITEMAPS``): its pages, each with the <lastmod> its way gives."""
+        for url, body in self.with_sitemap.pop(host, []):
+            self.put(url, body)
+        entries = []
+        for (h, path), (status, _, _) in sorted(self.pages.items()):
+            if h != host or status != 200:
+                continue
+            if host == "honest.test":
+                lastmod = datetime.fromtimestamp(self.changed_wall[(h, path)], UTC).isoformat(timespec="microseconds")
+            elif host == "lying.test":
+                last = max(t for (other, _), t in self.changed_wall.items() if other == host)
+                lastmod = datetime.fromtimestamp(last, UTC).isoformat(timespec="microseconds")
+            else:
+                lastmod = "15/11/2023" if path == "/d" else "2023-11-15"
+            entries.append(f"<url><loc>http://{host}{path}</loc><lastmod>{lastmod}</lastmod>"
+                           "<changefreq>hourly</changefreq><priority>0.8</priority></url>")
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                + "".join(entries) + "</urlset>").encode()
 
     def sent(self, url: str) -> list[dict[str, str]]:
         """The headers of each request for ``url``, in order."""
@@ -58,12 +95,14 @@ class ChangingWeb:
     def answer(self, host: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         with self.lock:
             self.requests.append((host, path, headers))
+            if host in SITEMAPS and path == "/sitemap.xml":
+                return 200, {"Content-Type": "application/xml"}, self.sitemap(host)
             status, body, location = self.pages.get((host, path), (404, b"not found", None))
             changed = self.changed_at.get((host, path), 0)
         out = {"Content-Type": "text/html; charset=utf-8"} if status == 200 else {}
         if location:
             out["Location"] = location
-        if status != 200 or host == "plain.test":
+        if status != 200 or host == "plain.test" or host in SITEMAPS:
             return status, out, body
         etag = '"' + hashlib.sha1(body).hexdigest()[:16] + '"'
         modified = SAME_DATE if host in ("samedate.test", "stale.test") else formatdate(changed, usegmt=True)

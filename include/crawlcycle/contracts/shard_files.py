@@ -82,9 +82,12 @@ FETCH_OUTPUTS = {
     # One row per sitemap file considered (fetched, or skipped with a reason).
     SITEMAPS: pa.schema([
         ("url", pa.string()), ("host", pa.string()), ("depth", pa.int32()), ("status", pa.int32()),
-        ("kind", pa.string()), ("entries", pa.int32()), ("admitted", pa.int32()), ("reason", pa.string())]),
-    # URLs listed by sitemaps: canonical when admitted (``reason`` null), as written when refused.
-    SITEMAP_URLS: pa.schema([("sitemap", pa.string()), ("url", pa.string()), ("reason", pa.string())]),
+        ("kind", pa.string()), ("entries", pa.int32()), ("admitted", pa.int32()), ("reason", pa.string()),
+        ("bad_lastmods", pa.int32())]),
+    # URLs listed by sitemaps: canonical when admitted (``reason`` null), as written when refused; an admitted URL's
+    # <lastmod> in UTC, if it gave one.
+    SITEMAP_URLS: pa.schema([("sitemap", pa.string()), ("url", pa.string()), ("reason", pa.string()),
+                             ("lastmod", pa.timestamp("us"))]),
     # One row per origin of the shard's hosts that was tried (a probe, or batch URLs): whether it answered
     # (``error_class`` null) or why not; update turns the rows into the origin's back-off (``origin_tries``).
     ORIGIN_TRIES: pa.schema([

@@ -5,13 +5,14 @@ levels below robots.txt; each file is fetched like a page of the host (at its tu
 redirects only), at most ``sitemap_max_files`` of them and ``sitemap_max_bytes`` each (``sitemaps.read_sitemap``).
 A sitemap speaks for its own host: another host's sitemap is left to that host's run, another host's URL is not
 admitted. URLs of the host are admitted once each, up to ``max_urls_per_host``. Every file is a row of ``files``
-(``shard_files.SITEMAPS``: with the reason it was not read, or not read whole), every URL listed a row of ``urls``
-(``shard_files.SITEMAP_URLS``: with the reason it was not admitted).
+(``shard_files.SITEMAPS``: with the reason it was not read, or not read whole, and its lastmods left out), every URL
+listed a row of ``urls`` (``shard_files.SITEMAP_URLS``: with the reason it was not admitted, or its lastmod).
 """
 
 from __future__ import annotations
 
 from collections import deque
+from datetime import datetime
 
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.fetch.backoff import Backoff, Stop
@@ -49,7 +50,7 @@ class SitemapReader:
                 continue
             seen.add(url)
             record = {"url": url, "host": self.host, "depth": depth, "status": None, "kind": None, "entries": 0,
-                      "admitted": 0, "reason": reason or self._skipped(url, depth)}
+                      "admitted": 0, "reason": reason or self._skipped(url, depth), "bad_lastmods": 0}
             self.files.append(record)
             if record["reason"]:
                 continue
@@ -63,15 +64,16 @@ class SitemapReader:
                 record.update(status=ex.status, reason=ex.error or "http_error")
                 continue
             sitemap = read_sitemap(ex.body, s.sitemap_max_bytes, ex.truncated)
-            record.update(status=ex.status, kind=sitemap.kind, entries=len(sitemap.locs), reason=sitemap.reason)
-            for loc in sitemap.locs:
+            record.update(status=ex.status, kind=sitemap.kind, entries=len(sitemap.locs), reason=sitemap.reason,
+                          bad_lastmods=sitemap.bad_lastmods)
+            for loc, lastmod in zip(sitemap.locs, sitemap.lastmods, strict=True):
                 if sitemap.kind == "sitemapindex":
                     queue.append((loc, url, depth + 1))
                 else:
-                    self._admit(loc, url, record)
+                    self._admit(loc, lastmod, url, record)
 
-    def _admit(self, loc: str, sitemap: str, record: dict) -> None:
-        """Admit the URL ``loc`` listed by ``sitemap`` (its ``record``), or say why not."""
+    def _admit(self, loc: str, lastmod: datetime | None, sitemap: str, record: dict) -> None:
+        """Admit the URL ``loc`` listed by ``sitemap`` (its ``record``) with its ``lastmod``, or say why not."""
         s = self.settings
         try:
             target = canonicalize(loc, sitemap, s.url_rules)
@@ -84,7 +86,7 @@ class SitemapReader:
             record["reason"] = record["reason"] or "url_cap"
         elif target not in self._admitted:
             self._admitted.add(target)
-            self.urls.append({"sitemap": sitemap, "url": target, "reason": None})
+            self.urls.append({"sitemap": sitemap, "url": target, "reason": None, "lastmod": lastmod})
             record["admitted"] += 1
 
     def _skipped(self, url: str, depth: int) -> str | None:

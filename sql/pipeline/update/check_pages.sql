@@ -19,10 +19,15 @@ FROM s_fetch_log l
 JOIN pages p USING (url)
 LEFT JOIN s_pages n ON n.url = l.url
 WHERE l.refresh;
-INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed, simhash_bits)
-SELECT $cycle, url, host, outcome, status, previous_cycle, check_found_change(outcome), simhash_bits
-FROM s_checks
-ORDER BY url;
+-- sitemap_lastmod: the latest lastmod the page's sitemaps gave up to this cycle's read, which follows the check in the
+-- host's run: what the sitemap says of the interval the check covers (sitemap_trust in functions.sql judges it).
+INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed, simhash_bits, sitemap_lastmod)
+SELECT $cycle, c.url, c.host, c.outcome, c.status, c.previous_cycle, check_found_change(c.outcome), c.simhash_bits,
+       m.lastmod
+FROM s_checks c
+LEFT JOIN (SELECT url, arg_max(lastmod, cycle) AS lastmod FROM sitemap_lastmods WHERE cycle <= $cycle GROUP BY url) m
+    ON m.url = c.url
+ORDER BY c.url;
 INSERT INTO replaced_pages BY NAME
 SELECT p.*, $cycle AS replaced_cycle
 FROM pages p SEMI JOIN s_checks c ON c.url = p.url AND check_found_change(c.outcome) IS NOT NULL

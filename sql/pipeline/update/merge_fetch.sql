@@ -1,6 +1,6 @@
 -- Merge the shards' fetch output of cycle $cycle (staged as tables s_fetch_log, s_requests, s_hosts, s_robots,
--- s_sitemaps, s_origin_tries).
--- inputs: s_fetch_log, s_hosts, s_origin_tries, s_requests, s_robots, s_sitemaps
+-- s_sitemaps, s_sitemap_urls, s_origin_tries).
+-- inputs: s_fetch_log, s_hosts, s_origin_tries, s_requests, s_robots, s_sitemap_urls, s_sitemaps
 INSERT INTO fetch_log
 SELECT $cycle, shard, url, host, final_url, status, redirects, bytes, content_type, started_at, finished_at,
        elapsed_ms, error_class, truncated, outcome, etag, last_modified, payload_digest
@@ -69,7 +69,15 @@ SELECT $cycle, path_group, answered, pages, refused, refused_total,
 FROM counted
 ORDER BY path_group;
 INSERT INTO sitemap_fetches
-SELECT $cycle, url, host, depth, status, kind, entries, admitted, reason FROM s_sitemaps;
+SELECT $cycle, url, host, depth, status, kind, entries, admitted, reason, bad_lastmods FROM s_sitemaps;
+-- A lastmod the URL's sitemaps had not given it before: its first, or a moved one (a host's run admits a URL once).
+INSERT INTO sitemap_lastmods
+SELECT $cycle, u.url, s.host, u.lastmod
+FROM s_sitemap_urls u JOIN s_sitemaps s ON s.url = u.sitemap
+LEFT JOIN (SELECT url, arg_max(lastmod, cycle) AS lastmod FROM sitemap_lastmods WHERE cycle < $cycle GROUP BY url) k
+    ON k.url = u.url
+WHERE u.reason IS NULL AND u.lastmod IS NOT NULL AND u.lastmod IS DISTINCT FROM k.lastmod
+ORDER BY u.url;
 -- URL states after the fetch, by the transitions of crawlcycle.contracts.url_states: a new URL's transient failure
 -- counts an attempt and waits 1, 2, 4, ... cycles, until url_attempts; a stored page fetched again (a refresh) stays
 -- fetched unless it is now gone or redirects.

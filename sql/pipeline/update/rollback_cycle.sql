@@ -29,6 +29,7 @@ DELETE FROM page_checks WHERE cycle = $cycle;
 DELETE FROM fetch_log WHERE cycle = $cycle;
 DELETE FROM fetch_requests WHERE cycle = $cycle;
 DELETE FROM sitemap_fetches WHERE cycle = $cycle;
+DELETE FROM sitemap_lastmods WHERE cycle = $cycle;
 DELETE FROM origin_tries WHERE cycle = $cycle;
 DELETE FROM path_yield WHERE cycle = $cycle;
 DELETE FROM query_results WHERE cycle = $cycle;

@@ -6,7 +6,9 @@ SELECT url, host, round(p_changed * carried_impact * $moving_share, 12) AS value
        json_merge_patch(estimate, json_object(
            'moving_share', $moving_share,
            'why', CASE WHEN overdue THEN 'not checked for ' || since || ' cycles: max_revisit_cycles passed'
-                       ELSE 'P(changed) ' || round(p_changed, 4) || ' (rate ' || round(change_rate, 4)
-                            || '/cycle by ' || pooling || ') x carried impact ' || round(carried_impact, 4)
+                       ELSE 'P(changed) ' || round(p_changed, 4)
+                            || CASE WHEN by_sitemap THEN ' (by its sitemap''s lastmod)'
+                                    ELSE ' (rate ' || round(change_rate, 4) || '/cycle by ' || pooling || ')' END
+                            || ' x carried impact ' || round(carried_impact, 4)
                             || ' x moving share ' || round($moving_share, 4) END)) AS parts
 FROM refresh_candidates;
