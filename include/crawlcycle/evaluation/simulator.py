@@ -55,8 +55,18 @@ policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
   (null: none), once the first cycles' fits have data to learn from; and ``waste``, what each cycle's batch slots
   gave (``WASTE``) with the shares of slots without a page and of slots to origins that did not answer from cycle 3
   on (``waste``).
-- ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle. Several runs also give
-  ``<out>/curves.png`` and ``<out>/quality.png``.
+- ``regret.csv``: per judge and fetched batch (``REGRET``, :func:`batch_regret`): the true impact of its new URLs,
+  of the best batch of as many from the same frontier and from every page not fetched yet (greedy under the per-host
+  cap), choice efficiency (chosen ÷ best from the frontier) and discovery (best from the frontier ÷ best from all);
+  also in the crawl's database (``v_batch_regret``, with the better URLs each batch passed over), and in
+  ``summary.json`` under ``regret`` with the means from cycle ``ENGAGEMENT_FROM`` on.
+- ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle; ``regret.png``: choice
+  efficiency and discovery per cycle. Several runs also give ``<out>/curves.png`` and ``<out>/quality.png``.
+
+Besides the policies, the reference ordering ``oracle`` runs by the true impact of each judge (``ORACLES``: run
+``oracle`` by the reference judge's, ``oracle_<judge>`` by another's, read from the file the ground truth keeps,
+``Truth.impact_file``, of cycle 1's web); its ``summary.json`` names the judge (``oracle_judge``), and plots mark it as
+a reference.
 """
 
 from __future__ import annotations
@@ -317,7 +327,6 @@ class Run:
     refresh_policy: str
     folder: Path
     judge: str | None = None  # the judge whose true impact a reference run (ORACLES) orders by
-
 
 
 def plan_runs(policies: list[str], refresh_policies: list[str], out: Path) -> list[Run]:
