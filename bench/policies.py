@@ -29,7 +29,7 @@ reference, never a rival. Each policy is measured against the best other policy 
 of ideal) and against that judge's oracle (the headroom captured: (policy − best rival) ÷ (oracle − best rival)).
 
 Each snapshot writes ``bench/results/<snapshot>/`` (``curves.png`` of run 0, ``regret.png``: choice efficiency and
-discovery per cycle of run 0 for hybrid, its best rival at the largest budget by the reference judge and the oracle,
+discovery per cycle of run 0 for hybrid, its best rival at the largest budget by the reference judge and the oracles,
 ``findings.md``, each policy's ``summary.json`` of each run as ``<policy>/run-<r>.json``) and prints each policy's mean
 and spread of % of ideal per judge and budget, its ratio and headroom per run, and the findings judged on the means.
 Curves, regret (``regret.csv``), fetch orders and working databases stay in ``--work/<snapshot>/run-<r>/``. The last
@@ -171,7 +171,7 @@ def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, c
         if shown and (got := policy_lab.against_best_rival(summaries, "hybrid", "reference",
                                                              policy_lab.budget_label(BUDGETS[-1]))):
             shown.append(got["rival"])
-        shown.append(ORACLES["reference"])
+        shown += ORACLES.values()
         plot_regret({p: pl.read_csv(folder[p] / "regret.csv") for p in shown}, out / "regret.png",
                     f"{name} run 0")
     for policy in policies:  # the curves stay in the work folder: a summary per policy and run is kept

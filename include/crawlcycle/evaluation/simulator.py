@@ -259,7 +259,8 @@ def regret_summary(regret: pl.DataFrame) -> dict:
 
 
 def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> None:
-    """Choice efficiency and discovery per cycle by each judge, one line per run; reference runs dashed."""
+    """Choice efficiency and discovery per cycle by each judge, one line per run; a reference run dashed, and only
+    under the judge whose true impact it orders by."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -270,6 +271,8 @@ def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> Non
     for i, (name, regret) in enumerate(regrets.items()):
         reference = name in ORACLES.values()
         for col, judge in enumerate(JUDGES):
+            if reference and ORACLES[judge] != name:
+                continue
             rows = regret.filter(pl.col("judge") == judge)
             for row, figure in enumerate(("choice_efficiency", "discovery")):
                 axes[row][col].plot(rows["cycle"], rows[figure], marker="o", markersize=3, label=label(name),
@@ -277,13 +280,13 @@ def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> Non
                                     linestyle="--" if reference else "-")
     for col, judge in enumerate(JUDGES):
         axes[0][col].set_title(f"{title}: {judge} judge")
+        axes[0][col].legend(fontsize="small")
         axes[1][col].set_xlabel("cycle (of the batch's fetch)")
         for row, text in enumerate(("choice efficiency (÷ best from its frontier)",
                                     "discovery (best from frontier ÷ best from all)")):
             axes[row][col].set_ylabel(text)
             axes[row][col].set_ylim(0, 1.05)
             axes[row][col].grid(alpha=0.3)
-    axes[0][0].legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
