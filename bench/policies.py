@@ -20,13 +20,21 @@ home page with the base workload (real snapshots: query shuffle seed 7), run r >
 query texts reshuffled (real snapshots, seed 7 + r) or the frequencies reassigned (generated). Every order is
 judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`crawlcycle.evaluation.judge`).
 ``--policies a,b`` runs only those policies (the findings whose policies were not all run are skipped);
-``--set KEY=VALUE`` (repeatable) overrides a setting for every snapshot, after the snapshot's own batch size.
+``--set KEY=VALUE`` (repeatable) overrides a setting for every snapshot, after the snapshot's own batch size;
+``--cycles N`` runs N cycles instead of each snapshot's own (a short check, not the benchmark).
 
-Each snapshot writes ``bench/results/<snapshot>/`` (``curves.png`` of run 0, ``findings.md``, each policy's
-``summary.json`` of each run as ``<policy>/run-<r>.json``) and prints each policy's mean and spread of % of ideal per
-judge and budget, and the findings judged on the means. Curves, fetch orders and working databases stay in
-``--work/<snapshot>/run-<r>/``. The last lines are ``policy_lab_seconds=`` (dev-docs policies' wall time summed
-over runs, ground truth excluded) and ``truth_pages_per_second=`` (dev-docs ground truth).
+Every run also runs the reference ordering ``oracle`` once per judge (``oracle`` by the reference ranker's true
+impact, ``oracle_bm25s`` by the independent judge's; ``simulator.ORACLES``): shown in every table and plot as a
+reference, never a rival. Each policy is measured against the best other policy of the same run (the ratio of their %
+of ideal) and against that judge's oracle (the headroom captured: (policy − best rival) ÷ (oracle − best rival)).
+
+Each snapshot writes ``bench/results/<snapshot>/`` (``curves.png`` of run 0, ``regret.png``: choice efficiency and
+discovery per cycle of run 0 for hybrid, its best rival at the largest budget by the reference judge and the oracles,
+``findings.md``, each policy's ``summary.json`` of each run as ``<policy>/run-<r>.json``) and prints each policy's mean
+and spread of % of ideal per judge and budget, its ratio and headroom per run, and the findings judged on the means.
+Curves, regret (``regret.csv``), fetch orders and working databases stay in ``--work/<snapshot>/run-<r>/``. The last
+lines are ``policy_lab_seconds=`` (dev-docs policies' wall time summed over runs, ground truth excluded) and
+``truth_pages_per_second=`` (dev-docs ground truth).
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawlcycle.devtools import demo_web
 from crawlcycle.evaluation import policy_lab
 from crawlcycle.evaluation.judge import HTML_TYPES
-from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.evaluation.simulator import BUDGETS, ORACLES, plot_regret, simulate
 from crawlcycle.settings import POLICIES, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,18 +154,26 @@ class Runs:
 
 def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, cycles: int, work: Path,
         jobs: int, runs: Runs, policies: list[str], overrides: dict[str, Any]) -> None:
-    """Run ``r`` of snapshot ``name``: ``policies`` through the simulator in ``work`` with the settings
-    ``overrides``; results kept in ``runs``."""
+    """Run ``r`` of snapshot ``name``: ``policies`` and the oracle of each judge through the simulator in ``work``
+    with the settings ``overrides``; results kept in ``runs``."""
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, **overrides})
+    policies = [*policies, *ORACLES.values()]
     t0 = time.perf_counter()
     summaries = simulate(settings, [warc], queries, seeds, policies, cycles, work,
                          progress=lambda m: print(f"  [{name} run {r} {time.perf_counter() - t0:6.0f} s] {m}",
                                                   flush=True) if "shard" not in m else None, jobs=jobs)
     wall = time.perf_counter() - t0
     out = RESULTS / name
-    folder = {p: work / p if len(policies) > 1 else work for p in policies}  # simulate's: one policy writes in work
+    folder = {p: work / p for p in policies}
     if r == 0:
-        shutil.copyfile(work / ("curves.png" if len(policies) > 1 else "curve.png"), out / "curves.png")
+        shutil.copyfile(work / "curves.png", out / "curves.png")
+        shown = ["hybrid"] if "hybrid" in summaries else []
+        if shown and (got := policy_lab.against_best_rival(summaries, "hybrid", "reference",
+                                                             policy_lab.budget_label(BUDGETS[-1]))):
+            shown.append(got["rival"])
+        shown += ORACLES.values()
+        plot_regret({p: pl.read_csv(folder[p] / "regret.csv") for p in shown}, out / "regret.png",
+                    f"{name} run 0")
     for policy in policies:  # the curves stay in the work folder: a summary per policy and run is kept
         (out / policy).mkdir(exist_ok=True)
         shutil.copyfile(folder[policy] / "summary.json", out / policy / f"run-{r}.json")
@@ -168,6 +184,17 @@ def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, c
     runs.summaries.append(summaries)
     runs.walls.append(wall)
     runs.curves.append({p: pl.read_csv(folder[p] / "curve.csv") for p in policies})
+    for policy, summary in summaries.items():  # how much of the room above the best rival each policy took
+        for judge in policy_lab.JUDGES:
+            for budget in BUDGETS[-2:]:
+                got = policy_lab.against_best_rival(summaries, policy, judge, policy_lab.budget_label(budget))
+                if got and policy not in ORACLES.values():
+                    headroom = "–" if got["headroom"] is None else f"{got['headroom']:.2f}"
+                    print(f"{name} run {r} {policy} {judge} {budget:.0%}: ratio {got['ratio']:.2f}, headroom "
+                          f"{headroom} (best rival {got['rival']})")
+        means = summary["regret"]["reference"]["mean_from_cycle_3"]
+        print(f"{name} run {r} {policy} regret (reference judge, cycles>=3): choice efficiency "
+              f"{means['choice_efficiency']}, discovery {means['discovery']}")
     from crawlcycle.evaluation.simulator import engagement_text, waste_line
 
     for policy, summary in summaries.items():  # what the batch slots gave
@@ -212,6 +239,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=20_000, help="pages of the generated snapshot")
     ap.add_argument("--queries", type=int, default=3000, help="queries of the real snapshots' workloads")
     ap.add_argument("--runs", type=int, default=1, help="runs per snapshot, each from other seeds and frequencies")
+    ap.add_argument("--cycles", type=int, help="cycles of every run instead of the snapshot's own (a short check)")
     ap.add_argument("--jobs", type=int, default=1, help="policies simulated in parallel")
     ap.add_argument("--work", type=Path, default=ROOT / "data" / "bench-policies")
     ap.add_argument("--only", choices=["dev-docs", "py-web-docs", "sci-docs", "generated"], help="run one snapshot")
@@ -220,8 +248,8 @@ def main() -> None:
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a setting for every snapshot (repeatable), e.g. --set duckdb_threads=1")
     args = ap.parse_args()
-    if args.runs < 1 or args.jobs < 1:
-        ap.error("--runs and --jobs must be at least 1")
+    if args.runs < 1 or args.jobs < 1 or (args.cycles is not None and args.cycles < 1):
+        ap.error("--runs, --jobs and --cycles must be at least 1")
     chosen = [p.strip() for p in args.policies.split(",") if p.strip()]
     if unknown := sorted(set(chosen) - set(POLICIES)):
         ap.error(f"--policies: unknown policy {', '.join(unknown)}; choose from {', '.join(POLICIES)}")
@@ -281,8 +309,8 @@ def main() -> None:
             seeds = work / "seeds.txt"
             seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(pages, r, snap.home)))
             queries = write_workload(work / "queries.tsv", snap.workload(r))
-            run(name, r, snap.warc, queries, seeds, snap.batch, snap.cycles, work, args.jobs, results[name],
-                policies, overrides)
+            run(name, r, snap.warc, queries, seeds, snap.batch, args.cycles or snap.cycles, work, args.jobs,
+                results[name], policies, overrides)
     for name, runs in results.items():
         gains = {j: {p: statistics.fmean(policy_lab.late_gain(c[p], j) for c in runs.curves) for p in policies}
                  for j in policy_lab.JUDGES}
@@ -291,7 +319,11 @@ def main() -> None:
                  "seeds and query frequencies.", "", *policy_lab.table(runs.summaries), "",
                  "Range (min–max) over the runs:", "", *policy_lab.table(runs.summaries, spread="range"), ""]
         if pairs := policy_lab.paired(runs.summaries):
-            lines += ["hybrid ÷ the best other policy of the same run (both % of ideal in brackets):", "", *pairs, ""]
+            lines += ["hybrid ÷ the best other policy of the same run, and the headroom it captured, (hybrid − best "
+                      "rival) ÷ (oracle − best rival) (% of ideal of hybrid, the rival and the oracle in brackets):",
+                      "", *pairs, ""]
+        lines += ["Every policy's ratio to the best other policy of the same run and headroom captured, mean "
+                  "(min–max) over the runs:", "", *policy_lab.headroom_table(runs.summaries), ""]
         lines += policy_lab.findings(name, runs.summaries, gains)
         if name == "generated":
             wall = statistics.fmean(runs.walls)

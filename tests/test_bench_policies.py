@@ -14,6 +14,7 @@ from crawlcycle.evaluation.policy_lab import (
     Stats,
     aggregate,
     findings,
+    headroom_table,
     html_pages,
     late_gain,
     paired,
@@ -120,14 +121,42 @@ def test_table_shows_mean_and_sd_per_judge_sorted_by_the_reference_at_10_percent
                                               "| 20.0–24.0 | 0.20–0.40 | 5.0–7.0 | 0.0–2.0 | 12 |")
 
 
-def test_paired_gives_hybrid_over_the_same_run_s_best_rival_at_the_two_largest_budgets() -> None:
-    rows = paired(RUNS)
+# The same runs with the oracle of each judge, far ahead of every policy by the judge it does not order by.
+WITH_ORACLES = [{**run, "oracle": _summary(30, {"reference": (0.10, 0.40, 0.40), "bm25s": (0.9, 0.9, 0.9)}),
+                 "oracle_bm25s": _summary(30, {"reference": (0.9, 0.9, 0.9), "bm25s": (0.10, 0.35, 0.45)})}
+                for run in RUNS]
+
+
+def test_paired_gives_hybrid_over_the_same_run_s_best_rival_and_the_headroom_it_captured() -> None:
+    rows = paired(WITH_ORACLES)
     assert rows[0] == "| run | ref 5% | ref 10% | bm25s 5% | bm25s 10% |" and len(rows) == 2 + 3 + 1
-    assert rows[2] == ("| 0 | 2.00 (20.0 / pagerank 10.0) | 1.50 (30.0 / pagerank 20.0) | 0.67 (10.0 / pagerank 15.0) "
-                       "| 0.80 (20.0 / pagerank 25.0) |")
-    assert rows[3].endswith("| 0.71 (12.0 / pagerank 17.0) | – |")  # no rival reached 10 % under bm25s in run 1
-    assert rows[-1] == "| mean (lowest) | 1.85 (1.71) | 1.44 (1.38) | 0.70 (0.67) | 0.84 (0.80) |"
+    # the oracles are no rivals: headroom (hybrid − pagerank) ÷ (oracle of the judge − pagerank)
+    assert rows[2] == ("| 0 | 2.00, headroom 0.33 (20.0 / pagerank 10.0 / oracle 40.0) "
+                       "| 1.50, headroom 0.50 (30.0 / pagerank 20.0 / oracle 40.0) "
+                       "| 0.67, headroom -0.25 (10.0 / pagerank 15.0 / oracle 35.0) "
+                       "| 0.80, headroom -0.25 (20.0 / pagerank 25.0 / oracle 45.0) |")
+    assert rows[3].endswith("| – |")  # no rival reached 10 % under bm25s in run 1
+    assert rows[-1].startswith("| mean (min–max) | 1.85 (1.71–2.00), headroom 0.36 (0.33–0.38) "
+                               "| 1.44 (1.38–1.50), headroom 0.60 (0.50–0.71) |")
+    # without an oracle run there is no headroom
+    assert paired(RUNS)[2].startswith("| 0 | 2.00, headroom – (20.0 / pagerank 10.0) |")
     assert paired([{"hybrid": RUNS[0]["hybrid"]}]) == [] and paired([{"pagerank": RUNS[0]["pagerank"]}]) == []
+    assert paired([{"hybrid": RUNS[0]["hybrid"], "oracle": WITH_ORACLES[0]["oracle"]}]) == []
+
+
+def test_the_oracles_are_reference_rows_of_the_tables_never_rivals() -> None:
+    rows = table(WITH_ORACLES)
+    assert [r.split(" |")[0] for r in rows[2:]] == ["| oracle_bm25s (reference)", "| oracle (reference)", "| hybrid",
+                                                   "| pagerank"]
+    rows = headroom_table(WITH_ORACLES)
+    assert rows[0] == ("| policy | ref 5% ratio | ref 5% headroom | ref 10% ratio | ref 10% headroom | bm25s 5% ratio "
+                       "| bm25s 5% headroom | bm25s 10% ratio | bm25s 10% headroom |")
+    assert [r.split(" |")[0] for r in rows[2:]] == ["| hybrid", "| pagerank"]
+    assert rows[2].startswith("| hybrid | 1.85 (1.71–2.00) | 0.36 (0.33–0.38) | 1.44 (1.38–1.50) | 0.60 (0.50–0.71) |")
+    assert rows[2].endswith("| 0.84 (0.80–0.89) (2 of 3 runs) | -0.21 (-0.25–-0.17) (2 of 3 runs) |")
+    # pagerank's best rival is hybrid: at 10 % by the reference judge 20 ÷ 30, 26 ÷ 36, 23 ÷ 33 and
+    # (20 − 30) ÷ (40 − 30), (26 − 36) ÷ (40 − 36), (23 − 33) ÷ (40 − 33)
+    assert rows[3].split(" | ")[3:5] == ["0.70 (0.67–0.72)", "-1.64 (-2.50–-1.00)"]
 
 
 def _all_policies(hybrid: float, bm25s_hybrid: float) -> dict[str, dict]:

@@ -16,7 +16,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
 from crawlcycle.devtools.warc_server import Series
-from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, engagement_text, simulate
+from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, ORACLES, REGRET, engagement_text, simulate
 from crawlcycle.quality.gate_suites import check_names
 from crawlcycle.settings import POLICIES, Settings, load_settings
 from tests.support.demo import USER_AGENT
@@ -127,6 +127,52 @@ def test_summary_holds_each_cycle_s_query_engagement(two_policies: tuple[Path, d
     assert engagement_text(summaries["bfs"]).endswith("batch query share n/a, mass n/a (means of cycles>=3)")
 
 
+def test_each_batch_s_regret_is_in_regret_csv_the_summary_and_the_crawl_s_view(two_policies: tuple[Path, dict]
+                                                                              ) -> None:
+    out, summaries = two_policies
+    for policy in ("bfs", "hybrid"):
+        regret = pl.read_csv(out / policy / "regret.csv")
+        with duckdb.connect(str(out / policy / "work" / "crawl.duckdb"), read_only=True) as con:
+            view = con.sql(f"SELECT judge, cycle, {', '.join(REGRET)} FROM v_batch_regret ORDER BY judge, cycle").pl()
+            seeds = con.execute("SELECT count(*) FROM frontier WHERE source = 'seed'").fetchall()[0][0]
+        assert regret.to_dicts() == view.to_dicts()
+        assert regret.select("judge", "cycle").rows() == [(j, c) for j in sorted(ORACLES) for c in (1, 2, 3)]
+        assert regret.filter(pl.col("cycle") == 1)["slots"].to_list() == [seeds, seeds]  # the seeds, then 12
+        assert (regret.filter(pl.col("cycle") > 1)["slots"] == 12).all()
+        # what the batch took is of its frontier, which holds only unfetched pages
+        assert (regret["chosen"] <= regret["best_frontier"]).all()
+        assert (regret["best_frontier"] <= regret["best_all"]).all()
+        assert (regret["best_frontier"] > 0).all()
+        for judge in ORACLES:
+            mine = summaries[policy]["regret"][judge]
+            assert mine["cycles"] == regret.filter(pl.col("judge") == judge).drop("judge").to_dicts()
+            # three cycles: the means from cycle 3 on are cycle 3's figures
+            assert mine["mean_from_cycle_3"] == {k: round(mine["cycles"][2][k], 9)
+                                                 for k in ("choice_efficiency", "discovery")}
+        assert (out / policy / "regret.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_the_oracle_runs_once_per_judge_by_that_judge_s_true_impact(inputs: dict[str, Path], cache: Path,
+                                                                    two_policies: tuple[Path, dict],
+                                                                    tmp_path: Path) -> None:
+    _, policies = two_policies
+    summaries = simulate(_settings(), [inputs["docs"]], inputs["queries"], inputs["seeds"], list(ORACLES.values()), 3,
+                         tmp_path, progress=lambda m: None, jobs=2, cache=cache)
+    truth = Path(json.loads((tmp_path / "truth.json").read_text())["folder"])
+    pages = pl.read_parquet(truth / "truth.parquet")
+    for judge, name in ORACLES.items():
+        assert (summaries[name]["policy"], summaries[name]["oracle_judge"]) == ("oracle", judge)
+        impact = truth / f"impact-{judge}.parquet"
+        column = "impact" if judge == "reference" else f"impact_{judge}"
+        assert pl.read_parquet(impact).equals(pages.select("url", "host", impact=column))
+        with duckdb.connect(str(tmp_path / name / "work" / "crawl.duckdb"), read_only=True) as con:
+            recorded = con.execute("SELECT DISTINCT settings->'values'->>'oracle_impact' FROM cycles").fetchall()
+        assert recorded == [(str(impact),)]
+        # by its own judge, each oracle is ahead of the other oracle and of every policy at the largest budget
+        ten = {p: s["budgets_by_judge"][judge]["10%"]["pct_of_ideal"] for p, s in {**policies, **summaries}.items()}
+        assert max(ten, key=ten.get) == name
+
+
 def test_policy_all_runs_every_policy_and_draws_them_together(inputs: dict[str, Path], tmp_path: Path,
                                                               capsys: pytest.CaptureFixture) -> None:
     code = main(["simulate", "--snapshot", str(inputs["small"]), "--queries", str(inputs["queries"]),
@@ -135,8 +181,8 @@ def test_policy_all_runs_every_policy_and_draws_them_together(inputs: dict[str, 
                  "--data-dir", str(tmp_path / "data")])
     assert code == 0
     printed = capsys.readouterr().out
-    for policy in POLICIES:
-        assert all((tmp_path / "out" / policy / name).is_file() for name in ("order.csv", "curve.png"))
+    for policy in (*POLICIES, *ORACLES.values()):  # every policy, and the oracle by each judge
+        assert all((tmp_path / "out" / policy / name).is_file() for name in ("order.csv", "curve.png", "regret.csv"))
         assert f"{policy}: cycle 1/1 done" in printed
     assert (tmp_path / "data" / "simulation-cache" / "parse.sqlite").is_file()
     assert (tmp_path / "out" / "curves.png").read_bytes()[:8] == PNG_MAGIC

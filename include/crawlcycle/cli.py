@@ -267,11 +267,12 @@ def _snapshots(groups: list[list[str]]) -> tuple[list[Path], list[int] | None]:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
-    from crawlcycle.evaluation.simulator import simulate
+    from crawlcycle.evaluation.simulator import ORACLES, simulate
     from crawlcycle.settings import POLICIES
 
     settings = _settings(args, fetches=True)
-    policies = _names(args.policies, POLICIES, "--policy", "policy") if args.policies else [settings.policy]
+    policies = (_names(args.policies, (*POLICIES, *ORACLES.values()), "--policy", "policy") if args.policies
+                else [settings.policy])
     refresh = (_names(args.refresh_policies, REFRESH_POLICIES, "--refresh-policy", "refresh policy")
                if args.refresh_policies else None)
     snapshots, starts = _snapshots(args.snapshots)
@@ -364,7 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True, help="query-log file (.tsv or .parquet), read by every cycle")
     p.add_argument("--seeds", required=True, help="seed URLs, one per line")
     p.add_argument("--policy", dest="policies",
-                   help="ordering policy, a comma-separated list, or 'all' for every policy (default: the policy "
+                   help="ordering policy, a comma-separated list, or 'all' for every policy; oracle and "
+                        "oracle_bm25s run the reference ordering by each judge's true impact (default: the policy "
                         "setting)")
     p.add_argument("--refresh-policy", dest="refresh_policies",
                    help="refresh policy, a comma-separated list, or 'all' (default: the refresh_policy setting on "

@@ -203,3 +203,19 @@ LEFT JOIN (SELECT src, url, min(reason) AS reason FROM url_rejects GROUP BY src,
     ON r.src = p.url AND r.url = p.canonical_link
 WHERE p.canonical_link <> p.url
 ORDER BY p.url;
+
+-- How much each batch of a simulated crawl left to win, per judge (batch_regret, written by the simulator): the true
+-- impact of the new URLs it took, of the best batch of as many from the same frontier and from every page not fetched
+-- yet; choice efficiency (chosen ÷ best from the frontier: did the policy pick the right URLs among those it knew?) and
+-- discovery (best from the frontier ÷ best from all: were the URLs that matter known at all?), so that chosen ÷ best
+-- from all is their product; and the better URLs it passed over, best first, with the policy's priority, their place
+-- in its order and the parts of their priority (what it believed of them).
+CREATE OR REPLACE VIEW v_batch_regret AS
+SELECT r.fetch_cycle AS cycle, r.judge, r.slots, r.chosen, r.best_frontier, r.best_all,
+       r.chosen / nullif(r.best_frontier, 0) AS choice_efficiency,
+       r.best_frontier / nullif(r.best_all, 0) AS discovery,
+       (SELECT list({'url': p.url, 'impact': p.impact, 'priority': p.priority, 'frontier_rank': p.frontier_rank,
+                     'parts': p.parts} ORDER BY p.impact DESC, p.url)
+        FROM batch_passed_over p WHERE p.fetch_cycle = r.fetch_cycle AND p.judge = r.judge) AS passed_over
+FROM batch_regret r
+ORDER BY r.judge, r.fetch_cycle;

@@ -61,7 +61,7 @@ class Truth:
     """Every snapshot page with its true impact under each judge (``impact`` by the reference ranker,
     ``impact_<judge>`` by the others), its in-degree and main-text signature; each judge's top K of each query."""
 
-    pages: pl.DataFrame  # url, in_links, content_hash, impact, impact_bm25s, hot
+    pages: pl.DataFrame  # url, host, in_links, content_hash, impact, impact_bm25s, hot
     hosts: set[str]  # every host a crawl of the snapshot can meet: record, link and redirect hosts
     top_k: pl.DataFrame  # judge, query, rank, url
     folder: Path | None = None  # where it is kept (its crawl database included)
@@ -72,6 +72,14 @@ class Truth:
 
     def total(self, judge: str = "reference") -> float:
         return float(self.pages[self.column(judge)].sum())
+
+    def impact(self, judge: str) -> pl.DataFrame:
+        """Every page's true impact by ``judge``: url, host, impact."""
+        return self.pages.select("url", "host", impact=self.column(judge))
+
+    def impact_file(self, judge: str) -> Path:
+        """The Parquet file of :meth:`impact`, kept beside the truth: what the reference ordering oracle reads."""
+        return self.folder / f"impact-{judge}.parquet"
 
 
 def _file_digest(path: Path) -> str:
@@ -106,6 +114,8 @@ def ground_truth(settings: Settings, snapshots: list[Path], query_file: Path, ca
         truth = _compute_truth(settings, snapshots, query_file, work)
         truth.pages.write_parquet(work / "truth.parquet")
         truth.top_k.write_parquet(work / "top_k.parquet")
+        for name in JUDGES:
+            truth.impact(name).write_parquet(truth.impact_file(name))
         (work / "truth.json").write_text(json.dumps({"hosts": sorted(truth.hosts), "pages": truth.pages.height,
                                                      "snapshots": [str(p) for p in snapshots],
                                                      "queries": str(query_file)}, indent=1))
@@ -192,7 +202,7 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
     pages = pages.with_columns(hot=pl.col("in_links").rank("ordinal", descending=True) <= hot)
     top_k = pl.concat([top.select(judge=pl.lit(name), query="query", rank=pl.col("rank").cast(pl.Int64), url="url")
                        for name, top in tops.items()])
-    return Truth(pages, hosts | _redirect_hosts(snapshots), top_k)
+    return Truth(pages, hosts | _redirect_hosts(snapshots), top_k, folder)
 
 
 def _redirect_hosts(snapshots: list[Path]) -> set[str]:

@@ -3,7 +3,10 @@
 A run of the policy lab is one ``simulator.simulate`` call over every policy. Run 0 starts from each host's
 home page with the base workload; run r > 0 starts from a random page of each host and reassigns the query
 frequencies by a shuffle seeded with r, so a policy's lead can be told apart from the luck of one start.
-Results are aggregated per policy, judge and budget over the runs' summaries (``budgets_by_judge``).
+Results are aggregated per policy, judge and budget over the runs' summaries (``budgets_by_judge``). The reference
+runs (``simulator.ORACLES``: the oracle ordering by each judge's true impact) are shown beside the policies, marked as
+references, and are never a policy's rival: each policy is measured against the best other policy of the same run
+(the ratio) and against the room the oracle of the judge leaves above that rival (the headroom captured).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.evaluation.ground_truth import JUDGES
 from crawlcycle.evaluation.judge import HTML_TYPES
-from crawlcycle.evaluation.simulator import BUDGETS
+from crawlcycle.evaluation.simulator import BUDGETS, ORACLES, label
 
 WORKLOAD_SEED = 7
 
@@ -128,7 +131,8 @@ def _head(judge: str, budget: str) -> str:
 
 
 def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
-    """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget:
+    """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget, after the
+    reference runs (marked):
     % of ideal per judge and budget as ``mean ± sd`` (``spread="range"``: ``min–max``), the reference P_CS
     at the largest budget, the share of batch slots from cycle 3 on that gave no page and that went to origins that
     did not answer (in per cent), and the mean seconds."""
@@ -139,46 +143,101 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | waste % | unanswered % | seconds |",
             "|---" * (len(heads) + 5) + "|"]
 
-    def order(policy: str) -> float:
+    def order(policy: str) -> tuple[bool, float]:
         s = pct[policy]["reference"][last]
-        return -s.mean if s else math.inf
+        return policy not in ORACLES.values(), -s.mean if s else math.inf
 
     for p in sorted(pct, key=order):
         cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in JUDGES for b in BUDGETS]
         cells.append(_cell(pcs[p]["reference"][last], len(runs), 1, 2, spread))
         cells += [_cell(wasted[p], len(runs), 100, 1, spread), _cell(unanswered[p], len(runs), 100, 1, spread)]
-        rows.append(f"| {p} | " + " | ".join(cells) + f" | {seconds[p]:.0f} |")
+        rows.append(f"| {label(p)} | " + " | ".join(cells) + f" | {seconds[p]:.0f} |")
     return rows
 
 
+def pct_of_ideal(summary: dict, judge: str, budget: str) -> float | None:
+    cell = summary["budgets_by_judge"][judge].get(budget)
+    return cell["pct_of_ideal"] if cell else None
+
+
+def against_best_rival(summaries: dict[str, dict], policy: str, judge: str, budget: str) -> dict | None:
+    """``policy``'s % of ideal in one run (``summaries``: policy -> summary) against the best other policy of the
+    run (the reference runs are no rivals) and the oracle of ``judge``: ``mine``, ``best``, ``rival`` (its name),
+    ``oracle``, ``ratio`` (mine ÷ best) and ``headroom`` ((mine − best) ÷ (oracle − best): the share of the room the
+    oracle leaves above the best rival that the policy took; null without an oracle run or when the oracle is not
+    above the rival). None when ``policy`` or every rival did not reach the budget."""
+    rivals = [(v, p) for p, s in summaries.items() if p != policy and p not in ORACLES.values()
+              if (v := pct_of_ideal(s, judge, budget)) is not None]
+    mine = pct_of_ideal(summaries[policy], judge, budget) if policy in summaries else None
+    if mine is None or not rivals or max(rivals)[0] <= 0:
+        return None
+    best, rival = max(rivals)
+    oracle = pct_of_ideal(summaries[ORACLES[judge]], judge, budget) if ORACLES[judge] in summaries else None
+    headroom = (mine - best) / (oracle - best) if oracle is not None and oracle > best else None
+    return {"mine": mine, "best": best, "rival": rival, "oracle": oracle, "ratio": mine / best, "headroom": headroom}
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.fmean(values):.2f} ({min(values):.2f}–{max(values):.2f})" if values else "–"
+
+
 def paired(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
-    """Markdown rows, one per run: ``policy``'s % of ideal over the best other policy's of the same run, per judge
-    at the two largest budgets, with that rival's name; a last row with the mean and the smallest ratio. Empty when
-    ``policy`` or every rival is missing."""
-    if not runs or any(policy not in r or len(r) < 2 for r in runs):
+    """Markdown rows, one per run: ``policy``'s % of ideal over the best other policy's of the same run and the
+    headroom it captured (:func:`against_best_rival`), per judge at the two largest budgets, with that rival's and
+    the oracle's % of ideal; a last row with the mean and the range (min–max) of both. Empty when ``policy`` or every
+    rival is missing."""
+    if not runs or any(policy not in r or len(set(r) - set(ORACLES.values())) < 2 for r in runs):
         return []
     cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
     rows = ["| run | " + " | ".join(_head(j, b) for j, b in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     ratios: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
-
-    def pct(summary: dict, judge: str, budget: str) -> float | None:
-        cell = summary["budgets_by_judge"][judge].get(budget)
-        return cell["pct_of_ideal"] if cell else None
-
+    headrooms: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
     for r, summaries in enumerate(runs):
         cells = []
         for j, b in cols:
-            rivals = [(pct(s, j, b), p) for p, s in summaries.items() if p != policy and pct(s, j, b) is not None]
-            mine = pct(summaries[policy], j, b)
-            if mine is None or not rivals or max(rivals)[0] <= 0:
+            got = against_best_rival(summaries, policy, j, b)
+            if got is None:
                 cells.append("–")
                 continue
-            best, name = max(rivals)
-            ratios[(j, b)].append(mine / best)
-            cells.append(f"{mine / best:.2f} ({100 * mine:.1f} / {name} {100 * best:.1f})")
+            ratios[(j, b)].append(got["ratio"])
+            if got["headroom"] is not None:
+                headrooms[(j, b)].append(got["headroom"])
+            headroom = "–" if got["headroom"] is None else f"{got['headroom']:.2f}"
+            oracle = "" if got["oracle"] is None else f" / oracle {100 * got['oracle']:.1f}"
+            cells.append(f"{got['ratio']:.2f}, headroom {headroom} ({100 * got['mine']:.1f} / {got['rival']} "
+                         f"{100 * got['best']:.1f}{oracle})")
         rows.append(f"| {r} | " + " | ".join(cells) + " |")
-    rows.append("| mean (lowest) | " + " | ".join(
-        f"{statistics.fmean(v):.2f} ({min(v):.2f})" if v else "–" for v in ratios.values()) + " |")
+    rows.append("| mean (min–max) | " + " | ".join(
+        f"{_spread(ratios[c])}, headroom {_spread(headrooms[c])}" for c in cols) + " |")
+    return rows
+
+
+def headroom_table(runs: list[dict[str, dict]]) -> list[str]:
+    """Markdown rows, one per policy (the reference runs are not measured against themselves), sorted by the
+    reference judge's mean headroom at the largest budget: per judge at the two largest budgets the ratio to the
+    best rival of the same run and the headroom captured (:func:`against_best_rival`), as mean (min–max) over the
+    runs, "(n of N runs)" when some runs have none."""
+    cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
+    policies = sorted({p for run in runs for p in run} - set(ORACLES.values()))
+    figures: dict[str, dict[tuple[str, str, str], list[float]]] = {p: {} for p in policies}
+    for p in policies:
+        for j, b in cols:
+            got = [g for run in runs if (g := against_best_rival(run, p, j, b)) is not None]
+            for key in ("ratio", "headroom"):
+                figures[p][(j, b, key)] = [g[key] for g in got if g[key] is not None]
+    rows = ["| policy | " + " | ".join(f"{_head(j, b)} {key}" for j, b in cols for key in ("ratio", "headroom"))
+            + " |", "|---" * (2 * len(cols) + 1) + "|"]
+
+    def cell(values: list[float]) -> str:
+        return _spread(values) + ("" if len(values) in (0, len(runs)) else f" ({len(values)} of {len(runs)} runs)")
+
+    def order(p: str) -> float:
+        values = figures[p][("reference", budget_label(BUDGETS[-1]), "headroom")]
+        return -statistics.fmean(values) if values else math.inf
+
+    for p in sorted(policies, key=order):
+        rows.append(f"| {p} | " + " | ".join(cell(figures[p][(*c, key)]) for c in cols
+                                             for key in ("ratio", "headroom")) + " |")
     return rows
 
 

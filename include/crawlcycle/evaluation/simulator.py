@@ -55,8 +55,18 @@ policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
   (null: none), once the first cycles' fits have data to learn from; and ``waste``, what each cycle's batch slots
   gave (``WASTE``) with the shares of slots without a page and of slots to origins that did not answer from cycle 3
   on (``waste``).
-- ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle. Several runs also give
-  ``<out>/curves.png`` and ``<out>/quality.png``.
+- ``regret.csv``: per judge and fetched batch (``REGRET``, :func:`batch_regret`): the true impact of its new URLs,
+  of the best batch of as many from the same frontier and from every page not fetched yet (greedy under the per-host
+  cap), choice efficiency (chosen ÷ best from the frontier) and discovery (best from the frontier ÷ best from all);
+  also in the crawl's database (``v_batch_regret``, with the better URLs each batch passed over), and in
+  ``summary.json`` under ``regret`` with the means from cycle ``ENGAGEMENT_FROM`` on.
+- ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle; ``regret.png``: choice
+  efficiency and discovery per cycle. Several runs also give ``<out>/curves.png`` and ``<out>/quality.png``.
+
+Besides the policies, the reference ordering ``oracle`` runs by the true impact of each judge (``ORACLES``: run
+``oracle`` by the reference judge's, ``oracle_<judge>`` by another's, read from the file the ground truth keeps,
+``Truth.impact_file``, of cycle 1's web); its ``summary.json`` names the judge (``oracle_judge``), and plots mark it as
+a reference.
 """
 
 from __future__ import annotations
@@ -76,7 +86,7 @@ from urllib.parse import urlsplit
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import connect, query
+from crawlcycle.db import connect, query, run_sql, staged
 from crawlcycle.devtools.warc_server import SWITCHES, Series, check_warc, host_key, loopback_routes, serve
 from crawlcycle.evaluation import repository
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth, cycle_truths, ground_truth
@@ -87,6 +97,16 @@ from crawlcycle.ui.report import ENGAGEMENT, FRESHNESS, WASTE
 
 BUDGETS = (0.01, 0.05, 0.10)
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
+# The reference ordering oracle, run once per judge: the run's name for the judge whose true impact it reads. A
+# reference run is measured like a policy, and is never one of a policy's rivals.
+ORACLES = {judge: "oracle" if judge == "reference" else f"oracle_{judge}" for judge in JUDGES}
+# A batch's regret by one judge (v_batch_regret), in regret.csv and summary.json.
+REGRET = ("slots", "chosen", "best_frontier", "best_all", "choice_efficiency", "discovery")
+
+
+def label(name: str) -> str:
+    """A run's name as tables and plots show it: a reference run marked as such."""
+    return f"{name} (reference)" if name in ORACLES.values() else name
 
 
 def fetch_order(settings: Settings) -> pl.DataFrame:
@@ -215,6 +235,63 @@ def summarize(points: pl.DataFrame, truth: Truth, judge: str = "reference") -> d
     return out
 
 
+def batch_regret(settings: Settings, truth: Truth) -> pl.DataFrame:
+    """Each fetched batch's regret by each judge, written into the crawl's database (``batch_regret``,
+    ``batch_passed_over``, read by ``v_batch_regret``) and returned: judge, cycle and ``REGRET``."""
+    with connect(settings) as con:
+        for judge in JUDGES:
+            with staged(con, s_true_impact=truth.impact(judge)):
+                run_sql(con, "evaluation/simulator/batch_regret", judge=judge, per_host_cap=settings.per_host_cap)
+        return con.sql(f"SELECT judge, cycle, {', '.join(REGRET)} FROM v_batch_regret ORDER BY judge, cycle").pl()
+
+
+def regret_summary(regret: pl.DataFrame) -> dict:
+    """Per judge: each cycle's regret figures, and the means of choice efficiency and discovery over the cycles from
+    ``ENGAGEMENT_FROM`` on that have them (null: none has)."""
+    out = {}
+    for judge in JUDGES:
+        rows = regret.filter(pl.col("judge") == judge).drop("judge")
+        late = rows.filter(pl.col("cycle") >= ENGAGEMENT_FROM)
+        means = {name: None if late[name].is_null().all() else round(float(late[name].mean()), 9)
+                 for name in ("choice_efficiency", "discovery")}
+        out[judge] = {"cycles": rows.to_dicts(), f"mean_from_cycle_{ENGAGEMENT_FROM}": means}
+    return out
+
+
+def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> None:
+    """Choice efficiency and discovery per cycle by each judge, one line per run; a reference run dashed, and only
+    under the judge whose true impact it orders by."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(JUDGES), figsize=(5 * len(JUDGES), 7), sharex=True, squeeze=False)
+    palette = plt.get_cmap("tab10").colors
+    for i, (name, regret) in enumerate(regrets.items()):
+        reference = name in ORACLES.values()
+        for col, judge in enumerate(JUDGES):
+            if reference and ORACLES[judge] != name:
+                continue
+            rows = regret.filter(pl.col("judge") == judge)
+            for row, figure in enumerate(("choice_efficiency", "discovery")):
+                axes[row][col].plot(rows["cycle"], rows[figure], marker="o", markersize=3, label=label(name),
+                                    color="dimgray" if reference else palette[i % 10],
+                                    linestyle="--" if reference else "-")
+    for col, judge in enumerate(JUDGES):
+        axes[0][col].set_title(f"{title}: {judge} judge")
+        axes[0][col].legend(fontsize="small")
+        axes[1][col].set_xlabel("cycle (of the batch's fetch)")
+        for row, text in enumerate(("choice efficiency (÷ best from its frontier)",
+                                    "discovery (best from frontier ÷ best from all)")):
+            axes[row][col].set_ylabel(text)
+            axes[row][col].set_ylim(0, 1.05)
+            axes[row][col].grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def plot(curves: dict[str, pl.DataFrame], path: Path, title: str) -> None:
     """Impact share against the fraction of pages fetched, for each policy and the ideal order."""
     import matplotlib
@@ -226,7 +303,11 @@ def plot(curves: dict[str, pl.DataFrame], path: Path, title: str) -> None:
     longest = max(curves.values(), key=lambda c: c.height)
     ax.plot(longest["fraction"], longest["ideal"], color="black", linestyle="--", label="ideal")
     palette = plt.get_cmap("tab20").colors  # ten dark colours at even places, their light shades at odd ones
-    for i, (name, points) in enumerate(curves.items()):
+    for name, points in curves.items():  # the reference runs grey and dash-dotted, not one of the policies' colours
+        if name in ORACLES.values():
+            ax.plot(points["fraction"], points["policy"], label=label(name), color="dimgray", linestyle="-.",
+                    linewidth=1.6 if name == ORACLES["reference"] else 1.0)
+    for i, (name, points) in enumerate((n, p) for n, p in curves.items() if n not in ORACLES.values()):
         ax.plot(points["fraction"], points["policy"], label=name, color=palette[(2 * i) % 20 + (i // 10) % 2],
                 linewidth=2.4 if name == "hybrid" else 1.3, linestyle="-" if i < 10 else ":")
     ax.set_xlabel("fraction of the snapshot's pages fetched")
@@ -248,16 +329,20 @@ class Run:
     policy: str
     refresh_policy: str
     folder: Path
+    judge: str | None = None  # the judge whose true impact a reference run (ORACLES) orders by
 
 
 def plan_runs(policies: list[str], refresh_policies: list[str], out: Path) -> list[Run]:
-    """Every ordering policy with every refresh policy; each run's name and folder (``out`` itself for one run)."""
+    """Every ordering policy (or reference run, ``ORACLES``) with every refresh policy; each run's name and folder
+    (``out`` itself for one run)."""
+    judges = {name: judge for judge, name in ORACLES.items()}
     runs = []
     for policy in policies:
         for refresh in refresh_policies:
             name = (f"{policy}+{refresh}" if len(policies) > 1 and len(refresh_policies) > 1
                     else refresh if len(refresh_policies) > 1 else policy)
-            runs.append(Run(name, policy, refresh, out / name if len(policies) * len(refresh_policies) > 1 else out))
+            runs.append(Run(name, "oracle" if policy in judges else policy, refresh,
+                            out / name if len(policies) * len(refresh_policies) > 1 else out, judges.get(policy)))
     return runs
 
 
@@ -279,7 +364,9 @@ def run_crawl(base: Settings, run: Run, web: Series, hosts: set[str], query_file
             "end_date": days[-1].isoformat(), "connect_to": loopback_routes(hosts | web.hosts(), server.port),
             "allow_networks": "127.0.0.0/8", "min_delay": 0, "delay_factor": 0, "obey_crawl_delay": False,
             # links out of a snapshot all fail (404, or TLS for https): a high error share is expected there
-            "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"]))})
+            "gate_warn": ",".join(filter(None, [base.gate_warn, "error_share"])),
+            # cycle 1's web, as the curve judges it
+            "oracle_impact": str(truths[0].impact_file(run.judge)) if run.judge else ""})
         write_partitions(query_file, work / "query_log", days)
         stages.init(settings)
         t0 = time.perf_counter()
@@ -321,15 +408,19 @@ def _run_outputs(base: Settings, run: Run, web: Series, hosts: set[str], query_f
     points.write_csv(run.folder / "curve.csv")
     plot({run.name: points}, run.folder / "curve.png", f"{run.name}: {cycles} cycles of {settings.batch_size}")
     repository.write_csv(rows, run.folder / "quality.csv")
-    repository.plot({run.name: rows}, run.folder / "quality.png", f"{run.name}: {cycles} cycles of "
+    repository.plot({label(run.name): rows}, run.folder / "quality.png", f"{run.name}: {cycles} cycles of "
                     f"{settings.batch_size}", web.first_switch())
+    regret = batch_regret(settings, truth)
+    regret.write_csv(run.folder / "regret.csv")
+    plot_regret({run.name: regret}, run.folder / "regret.png", run.name)
     by_judge = {judge: summarize(points, truth, judge) for judge in JUDGES}
-    summary = {"policy": run.policy, "refresh_policy": run.refresh_policy, "cycles": cycles,
+    summary = {"policy": run.policy, "oracle_judge": run.judge, "refresh_policy": run.refresh_policy, "cycles": cycles,
                "batch_size": settings.batch_size, **about, "snapshot_pages": truth.pages.height,
                "fetched": order.height, "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
                "budgets": by_judge["reference"], "budgets_by_judge": by_judge,
                "repository": repository.summary(rows, web.first_switch()), "refresh": cycle_rows(settings, FRESHNESS),
-               "engagement": engagement(settings), "waste": waste(settings), "seconds": round(seconds, 2)}
+               "engagement": engagement(settings), "waste": waste(settings), "regret": regret_summary(regret),
+               "seconds": round(seconds, 2)}
     return summary, points, rows
 
 
@@ -430,8 +521,8 @@ def simulate(base: Settings, snapshots: list[Path], query_file: Path, seeds: Pat
     if len(runs) > 1:
         names = [r.name for r in runs]
         plot({n: curves[n] for n in names}, out / "curves.png", f"{cycles} cycles, {len(runs)} runs")
-        repository.plot({n: qualities[n] for n in names}, out / "quality.png", f"{cycles} cycles, {len(runs)} runs",
-                        web.first_switch())
+        repository.plot({label(n): qualities[n] for n in names}, out / "quality.png",
+                        f"{cycles} cycles, {len(runs)} runs", web.first_switch())
     return {r.name: summaries[r.name] for r in runs}
 
 
