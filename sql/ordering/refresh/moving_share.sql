@@ -24,10 +24,10 @@ WITH freq AS (
            coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle - 1), 0) AS before,
            coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle), 0) AS after
     FROM checks c
-    JOIN shared s USING (cycle)
-    JOIN freq f ON f.cycle = c.cycle AND f.query = s.query
-    JOIN query_results r ON r.url = c.url AND r.query = s.query AND r.cycle IN (c.cycle - 1, c.cycle)
-    GROUP BY c.cycle, c.url, c.changed, s.query, f.frequency
+    JOIN query_results r ON r.url = c.url AND r.cycle IN (c.cycle - 1, c.cycle)
+    SEMI JOIN shared s ON s.cycle = c.cycle AND s.query = r.query
+    JOIN freq f ON f.cycle = c.cycle AND f.query = r.query
+    GROUP BY c.cycle, c.url, c.changed, r.query, f.frequency
 ), per_check AS (
     SELECT cycle, url, changed, exact_sum(frequency * before) AS carried,
            exact_sum(frequency * CASE WHEN (before > 0) <> (after > 0) THEN before + after ELSE 0 END) AS moved
