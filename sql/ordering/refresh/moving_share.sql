@@ -12,7 +12,7 @@ WITH checks AS (
     FROM (SELECT DISTINCT cycle, query FROM query_results) a
     JOIN (SELECT DISTINCT cycle, query FROM query_results) b ON b.cycle = a.cycle - 1 AND b.query = a.query
 ), told AS (
-    SELECT DISTINCT c.cycle, c.url, c.changed FROM checks c JOIN shared s USING (cycle)
+    SELECT c.cycle, c.url, c.changed FROM checks c SEMI JOIN shared s USING (cycle)
 ), shown AS (
     SELECT c.cycle, c.url, s.query, count(*) AS cycles_shown
     FROM checks c
