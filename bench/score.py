@@ -14,26 +14,35 @@ without building; the build's seconds are kept with it). Words come from a
 URL they point at.
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
-indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of C-1 and improvement history. Then
+indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycles 1..C-1 and improvement history,
+and the change history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1
+(``page_checks`` with the outcomes of ``contracts/url_states.py``: changed, unchanged, not modified, failed; hosts
+change in bursts), its ``pages`` row as update leaves it (``cycle``, ``checked_cycle``, ``changed_cycle``). Then
 cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs), and the
-stages of cycle C run with policy hybrid, each in its own process as Airflow runs them; each reports its wall
-time and its process's peak RSS.
+stages of cycle C run with policy hybrid and refresh policy impact, each in its own process as Airflow runs them;
+each reports its wall time and its process's peak RSS. Every stored page is a refresh candidate
+(``min_revisit_cycles`` 1): score values them all (``refresh.score_refresh``) and materialize divides the batch
+between them and the new URLs (``refresh.new_impact``, ``refresh.divide``); the seconds of these refresh parts are
+printed with their stage (``refresh part``) and after the batch's split (refreshes and new URLs in ``batches``).
 
 Then the quality gates of the same cycle, as crawl_cycle's gate tasks run them (fetch and parse together, update,
 materialize), each in its own process: validation seconds, with the import of Great Expectations apart; cycle C's
 batch, fetch log and one shard of fetch and parse output are written for them.
 
 Reference, in the same run on a copy of the same state: score and materialize under the pure-SQL policy
-``indegree``.
+``indegree`` (and refresh policy impact).
 The goals on 2 cores, for the four stages together (``score_cycle_seconds``) and the peak RSS of any of them
 (``peak_rss_GiB``): at scale 1, 120 s and 4 GiB; at scale 10, 600 s and 16 GiB. A scale between is held to the
-goal of the next larger one, and the exit code is 1 when the run misses it (0 below scale 1). The last line is
+goal of the next larger one, and the exit code is 1 when the run misses it (0 below scale 1). The last lines are
+``refresh_seconds=<refresh part of score + materialize>``, ``peak_rss_GiB=``, ``score_cycle_seconds=`` and
 ``cycle_over_indegree=<refit + select_needy + score + materialize> / <score + materialize under indegree>``, of
 the last scale given.
 
-Each timed scale's figures are kept in ``bench/results/score-scale<S>.json``; with two scales or more kept, the run
-ends with a table of each stage's seconds and peak RSS at every kept scale and its growth exponent between them
-(seconds ~ URLs ** exponent), next to the exponent n log n would have (``--table`` prints it alone).
+Each timed scale's figures are kept in ``bench/results/score-scale<S>.json`` (``refresh_seconds`` per stage and
+``batch``: its refreshes, new URLs and the refresh candidates kept in ``refresh_scores``); with two scales or more
+kept, the run ends with a table of each stage's seconds and peak RSS at every kept scale, the refresh part's seconds,
+and each row's growth exponent between them (seconds ~ URLs ** exponent), next to the exponent n log n would have
+(``--table`` prints it alone).
 """
 
 from __future__ import annotations
@@ -53,13 +62,16 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
+from types import ModuleType
 
 import duckdb
 import pyarrow.parquet as pq
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.url_states import CheckOutcome
 from crawlcycle.db import connect, migrate
 from crawlcycle.models import refit
+from crawlcycle.ordering import refresh
 from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.pipeline.stage_order import TASKS
 from crawlcycle.quality import gates
@@ -74,6 +86,11 @@ SIZES = {"urls": 1_000_000, "pages": 200_000, "links": 5_000_000, "queries": 100
 NEW_SHARE = 0.05  # share of the URLs, pages and links that cycle C's update brought
 VOCAB = 50_000
 STAGES = ("refit", "select_needy", "score", "materialize")
+# The refresh part of a stage: the functions of crawlcycle.ordering.refresh it calls. Score values the candidates
+# (score_refresh: candidates, moving share, policy SQL); materialize gives the new URLs their expected impact, reads the
+# scored refreshes and divides the batch (the robots.txt check of the refreshes is not counted).
+REFRESH_PARTS = {"score": ("score_refresh",), "materialize": ("new_impact", "scored", "divide")}
+STATE_FORMAT = 2  # of a kept state (sizes.json): raise it when build() writes something else
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
 DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
@@ -123,8 +140,9 @@ FROM (SELECT *, seq * unit(seq, 'crawl') AS o FROM u WHERE first_seen <= $cycle 
 """
 
 INSERT_PAGES = """
-INSERT INTO pages (url, host, cycle, status, content_type, title, text, lang, content_hash, noindex, bytes)
-SELECT url, host, cycle, 200, 'text/html', title, text, 'en', md5(text), false, 3 * length(text) + 2000
+INSERT INTO pages (url, host, cycle, status, content_type, title, text, lang, content_hash, noindex, bytes,
+                   checked_cycle, changed_cycle)
+SELECT url, host, cycle, 200, 'text/html', title, text, 'en', md5(text), false, 3 * length(text) + 2000, cycle, cycle
 FROM (SELECT *, word(w2) || ' ' || word(w3) || ' ' || words(seq, 'title', 1 + pick(seq, 'tn', 4)) AS title,
              words(seq, 'text', 70 + pick(seq, 'xn', 21)) AS text
       FROM pg WHERE cycle BETWEEN $lo AND $hi)
@@ -158,6 +176,59 @@ QUALIFY row_number() OVER (PARTITION BY a.src, a.dst, a.anchor ORDER BY a.k) = 1
 ORDER BY hash(a.k) LIMIT $count
 """
 
+# Re-fetches of the history's pages (cycles 2..C-1), as update records them: each page fetched before C-1 was
+# checked 0-3 times (uniformly), in consecutive cycles from a drawn start. Hosts change in bursts: in a cycle with a
+# release (one in four per host) a check finds the page changed with P 0.7, else 0.05. Half the hosts answer
+# conditional requests (an unchanged page is not modified, 304), the others send the page again (unchanged, 200);
+# one check in 40 gets no answer (failed: it tells nothing and leaves checked_cycle). The outcomes and what they tell
+# are contracts/url_states.py's (check_found_change). No check found a page gone: every fetched page stays stored.
+CHECKS = """
+INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed, simhash_bits)
+WITH planned AS (
+    SELECT url, host, seq, cycle AS fetched, least(pick(seq, 'checks', 4), $cycle - 1 - cycle) AS n
+    FROM pg WHERE cycle < $cycle - 1
+), drawn AS (
+    SELECT url, host, fetched, fetched + pick(seq, 'start', $cycle - fetched - n) + unnest(range(1, n + 1)) AS cycle
+    FROM planned WHERE n > 0
+), told AS (
+    SELECT *, CASE WHEN pick(url, cycle, 40) = 0 THEN $failed
+                   WHEN unit(url, cycle) < CASE WHEN unit(host, cycle) < 0.25 THEN 0.7 ELSE 0.05 END THEN $changed
+                   WHEN unit(host, 'conditional') < 0.5 THEN $not_modified ELSE $unchanged END AS outcome
+    FROM drawn
+)
+SELECT cycle, url, host, outcome,
+       CASE outcome WHEN $failed THEN 503 WHEN $not_modified THEN 304 ELSE 200 END,
+       coalesce(max(cycle) FILTER (WHERE outcome <> $failed) OVER (PARTITION BY url ORDER BY cycle
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), fetched),
+       check_found_change(outcome), CASE outcome WHEN $changed THEN 3 + pick(url, cycle, 30) WHEN $unchanged THEN 0 END
+FROM told ORDER BY cycle, url
+"""
+
+# The stored pages after those checks (check_pages and merge_parse): a changed page's row is the copy of its last
+# changed check, an answered check is the page's checked_cycle.
+CHECKED_PAGES = """
+UPDATE pages p SET cycle = coalesce(c.changed_cycle, p.cycle), changed_cycle = coalesce(c.changed_cycle, p.cycle),
+                   checked_cycle = c.checked_cycle
+FROM (SELECT url, max(cycle) FILTER (WHERE changed) AS changed_cycle,
+             max(cycle) FILTER (WHERE changed IS NOT NULL) AS checked_cycle
+      FROM page_checks GROUP BY url HAVING checked_cycle IS NOT NULL) c
+WHERE p.url = c.url
+"""
+
+# The reference top 10 of the earlier cycles 1..C-2, for the moving share (ordering/refresh/moving_share): C-1's, of
+# the pages crawled by then, each result missing one cycle in ten (the others move up), and half the results of a page
+# missing in the cycle before a check found it changed: a changed page moves in or out of a top 10 more often.
+EARLIER_RESULTS = """
+INSERT INTO query_results (cycle, query, rank, url, score, source)
+SELECT t.k, r.query, row_number() OVER (PARTITION BY t.k, r.query ORDER BY r.rank), r.url, r.score, r.source
+FROM query_results r
+JOIN pg p USING (url)
+CROSS JOIN range(1, $cycle - 1) t(k)
+LEFT JOIN page_checks c ON c.url = r.url AND c.cycle = t.k + 1 AND c.changed
+WHERE r.cycle = $cycle - 1 AND p.cycle <= t.k AND pick(r.query, r.rank * 100 + t.k, 10) > 0
+  AND (c.url IS NULL OR pick(r.query, r.url, 2) = 0)
+"""
+
 # Distinct queries of 1-3 words; frequencies fall as 1 / rank, ranks ordered by how often the query was drawn, so
 # queries of frequent words are frequent.
 QUERY_LOG = """
@@ -183,7 +254,7 @@ def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid", scale:
     return load_settings(environ={}, overrides={
         "user_agent": "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)", "db_path": str(folder / "crawl.duckdb"),
         "data_dir": str(folder), "policy": policy, "batch_size": batch_size, "duckdb_threads": 2,
-        "duckdb_memory_limit": memory})
+        "duckdb_memory_limit": memory, "refresh_policy": "impact", "min_revisit_cycles": 1})
 
 
 def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int], say: Callable[[str], None]) -> None:
@@ -207,6 +278,9 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "ELSE 'fetched' END, p.cycle FROM u LEFT JOIN pg p ON p.seq = u.seq AND p.cycle < $cycle "
                 "WHERE u.seq <= $old", {"old": old_urls, "cycle": c})
     con.execute(INSERT_PAGES, {"lo": 1, "hi": c - 1})
+    told = (CheckOutcome.FAILED, CheckOutcome.CHANGED, CheckOutcome.NOT_MODIFIED, CheckOutcome.UNCHANGED)
+    con.execute(CHECKS, {"cycle": c, **{o.value: o.value for o in told}})
+    con.execute(CHECKED_PAGES)
     con.execute("INSERT INTO hosts (host, delay, errors, updated_cycle) "
                 "SELECT DISTINCT host, 1.0, 0, $cycle - 1 FROM pg", {"cycle": c})
     con.execute("INSERT INTO robots (origin, host, status, fetched_at, robots_txt, updated_cycle) "
@@ -215,7 +289,10 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
     # every origin answered its last try: otherwise materialize gives its URLs no batch slot before a probe
     con.execute("INSERT INTO origin_tries (cycle, origin, host, probe, tried_at, failures, state) "
                 "SELECT updated_cycle, origin, host, false, fetched_at, 0, 'ok' FROM robots")
-    say(f"history: {old_urls} URLs, {old_pages} pages, hosts")
+    checks = con.execute("SELECT count(*), count(DISTINCT url), count(*) FILTER (WHERE changed) FROM page_checks") \
+        .fetchone()
+    say(f"history: {old_urls} URLs, {old_pages} pages ({checks[1]} checked again: {checks[0]} checks, {checks[2]} "
+        f"found a change), hosts")
     links = {"targets": old_urls, "per_page": n["links"] // n["pages"] + 6, "lo": 1, "hi": c - 1,
              "count": n["links"] - n["new_links"]}
     con.execute(INSERT_LINKS, links)
@@ -235,11 +312,12 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "SELECT $cycle - 1, q.query, r.rank, p.url, round((20 - r.rank) * (0.5 + unit(q.query, 'score')), 6), "
                 "'reference' FROM (SELECT DISTINCT query FROM query_log) q CROSS JOIN range(1, 11) r(rank) "
                 "JOIN pg p ON p.pidx = 1 + pick(q.query, r.rank, $old)", {"cycle": c, "old": old_pages})
+    con.execute(EARLIER_RESULTS, {"cycle": c})
     con.execute("INSERT INTO query_improvement (cycle, query, prior_avg_score, improvement) "
                 "SELECT k, query, x, floor(6 * exp(-x / 4) * unit(query, k + 100))::INT FROM "
                 "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
                 " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
-    say("history: results of cycle C-1 and improvement history")
+    say("history: results of cycles 1..C-1 and improvement history")
 
     # Cycle C's update: its batch crawled, their out-links, the URLs first found in them.
     con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
@@ -302,11 +380,32 @@ def peak_rss() -> int:
     return int(re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())[1]) * 1024
 
 
-def run_stage(name: str, settings: Settings) -> tuple[float, int, object]:
-    """One stage of cycle ``CYCLE``, in a process of its own: (seconds, peak RSS bytes, the stage's result)."""
+def time_calls(module: ModuleType, names: tuple[str, ...]) -> dict[str, float]:
+    """Make each call of the functions ``names`` of ``module`` (called as ``module.name``) add its seconds to the
+    returned dict, in this process."""
+    spent = dict.fromkeys(names, 0.0)
+
+    def timer(name: str, fn: Callable) -> Callable:
+        def timed(*args: object, **kwargs: object) -> object:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - t
+        return timed
+
+    for name in names:
+        setattr(module, name, timer(name, getattr(module, name)))
+    return spent
+
+
+def run_stage(name: str, settings: Settings) -> tuple[float, int, object, float]:
+    """One stage of cycle ``CYCLE``, in a process of its own: (seconds, peak RSS bytes, the stage's result, seconds of
+    its refresh part)."""
+    spent = time_calls(refresh, REFRESH_PARTS.get(name, ()))
     t = time.perf_counter()
     result = TASKS[name].run(settings, {"cycle": CYCLE})
-    return time.perf_counter() - t, peak_rss(), result
+    return time.perf_counter() - t, peak_rss(), result, sum(spent.values())
 
 
 def run_gates(names: tuple[str, ...], settings: Settings) -> tuple[float, float, int]:
@@ -343,7 +442,8 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
 
         kept = state / "sizes.json" if state else None
         run: dict = {"scale": scale, "sizes": n, "load": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
-        if kept and kept.exists() and json.loads(kept.read_text())["sizes"] == n:
+        if kept and kept.exists() and json.loads(kept.read_text()).get("format") == STATE_FORMAT \
+                and json.loads(kept.read_text())["sizes"] == n:
             shutil.copytree(state, folder, dirs_exist_ok=True)
             with connect(settings) as con:
                 migrate(con)  # as cycle C's begin stage would: a state kept before a migration gets it
@@ -357,7 +457,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
             if kept:
                 shutil.rmtree(state, ignore_errors=True)
                 shutil.copytree(folder, state, ignore=shutil.ignore_patterns("duckdb-tmp"))
-                kept.write_text(json.dumps({"sizes": n, "build_s": run["build_s"]}))
+                kept.write_text(json.dumps({"sizes": n, "build_s": run["build_s"], "format": STATE_FORMAT}))
                 say(f"state kept in {state}")
         run["db_MB"] = round(Path(settings.db_path).stat().st_size / 1e6)
         print(f"setup_s={time.perf_counter() - t0:.1f} db_MB={run['db_MB']}", flush=True)
@@ -367,11 +467,20 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
         (folder / "reference").mkdir()
         shutil.copy(settings.db_path, folder / "reference" / "crawl.duckdb")
 
-        seconds, peaks = {}, {}
+        seconds, peaks, refreshing = {}, {}, {}
         for name in STAGES:
-            seconds[name], peaks[name], result = in_child(run_stage, name, settings)
-            print(f"{name}: {seconds[name]:.2f} s, peak RSS {peaks[name] / (1 << 30):.2f} GiB, result {result}",
-                  flush=True)
+            seconds[name], peaks[name], result, part = in_child(run_stage, name, settings)
+            if name in REFRESH_PARTS:
+                refreshing[name] = part
+            print(f"{name}: {seconds[name]:.2f} s, peak RSS {peaks[name] / (1 << 30):.2f} GiB, result {result}"
+                  + (f", refresh part {part:.2f} s" if name in REFRESH_PARTS else ""), flush=True)
+        with connect(settings) as con:
+            scored = con.execute("SELECT count(*) FROM refresh_scores WHERE score_cycle = ?", [CYCLE]).fetchone()[0]
+            kinds = dict(con.execute("SELECT kind, count(*) FROM batches WHERE fetch_cycle = ? GROUP BY kind",
+                                     [CYCLE + 1]).fetchall())
+        run["batch"] = {"new": kinds.get("new", 0), "refresh": kinds.get("refresh", 0), "refresh_scored": scored}
+        print(f"batch of cycle {CYCLE + 1}: {run['batch']['refresh']} refreshes and {run['batch']['new']} new URLs "
+              f"({scored} refresh candidates kept in refresh_scores, of {n['pages']} stored pages)", flush=True)
         # The gate tasks of crawl_cycle, on the same cycle (each in its own process, paying the GX import).
         imports, checks = [], []
         for names in (("fetch", "parse"), ("update",), ("materialize",)):
@@ -383,7 +492,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
         reference = {}
         indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=scale)
         for name in ("score", "materialize"):
-            reference[name], _, _ = in_child(run_stage, name, indegree)
+            reference[name], _, _, _ = in_child(run_stage, name, indegree)
         print(f"reference (policy indegree, copy of the same state): score {reference['score']:.2f} s, "
               f"materialize {reference['materialize']:.2f} s")
     total, ref = sum(seconds.values()), sum(reference.values())
@@ -392,6 +501,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
           f"{sum(imports):.1f} s more over {len(imports)} gate tasks)")
     run.update(seconds={k: round(v, 2) for k, v in seconds.items()},
                peak_GiB={k: round(v / (1 << 30), 2) for k, v in peaks.items()},
+               refresh_seconds={k: round(v, 2) for k, v in refreshing.items()},
                reference={k: round(v, 2) for k, v in reference.items()})
     return run
 
@@ -401,27 +511,40 @@ def summary(run: dict) -> tuple[list[str], bool]:
     total, peak = sum(run["seconds"].values()), max(run["peak_GiB"].values())
     budget_s, budget_rss = goal(run["scale"])
     met = total <= budget_s and peak <= budget_rss / (1 << 30)
-    return [f"peak_rss_GiB={peak:.2f} (goal {budget_rss / (1 << 30):.0f} GiB)",
+    part = run.get("refresh_seconds", {})
+    return [f"refresh_seconds={sum(part.values()):.2f} (" + ", ".join(f"{k} {v:.2f}" for k, v in part.items())
+            + f"; of the four stages' {total:.2f})",
+            f"peak_rss_GiB={peak:.2f} (goal {budget_rss / (1 << 30):.0f} GiB)",
             f"score_cycle_seconds={total:.2f} (goal {budget_s:.0f} s: {'met' if met else 'missed'})",
             f"cycle_over_indegree={total / sum(run['reference'].values()):.2f}"], met
 
 
 def growth_table(runs: list[dict]) -> str:
-    """Seconds and peak RSS of each stage at each scale, and each stage's growth exponent between successive
-    scales (t ~ n ** e, n the frontier's URLs) next to that of n log n."""
+    """Seconds and peak RSS of each stage at each scale, the seconds of the refresh part of score and materialize
+    (blank in a result kept before it was timed), and each row's growth exponent between successive scales
+    (t ~ n ** e, n the frontier's URLs) next to that of n log n."""
     runs = sorted(runs, key=lambda r: r["scale"])
-    rows = [*STAGES, "four stages", "build"]
+    rows = [*STAGES, "refresh part", "four stages", "build"]
 
-    def value(run: dict, row: str) -> float:
+    def value(run: dict, row: str) -> float | None:
         if row == "build":
             return run["build_s"]
+        if row == "refresh part":
+            return sum(run["refresh_seconds"].values()) if "refresh_seconds" in run else None
         return sum(run["seconds"].values()) if row == "four stages" else run["seconds"][row]
 
-    def memory(run: dict, row: str) -> str:
-        if row == "build":
+    def cell(run: dict, row: str) -> str:
+        if value(run, row) is None:
             return ""
+        if row in ("build", "refresh part"):
+            return f"{value(run, row):.1f} s"
         peak = max(run["peak_GiB"].values()) if row == "four stages" else run["peak_GiB"][row]
-        return f", {peak:.2f} GiB"
+        return f"{value(run, row):.1f} s, {peak:.2f} GiB"
+
+    def exponent(a: dict, b: dict, row: str) -> str:
+        if value(a, row) is None or value(b, row) is None:
+            return ""
+        return f"{math.log(value(b, row) / value(a, row)) / math.log(b['sizes']['urls'] / a['sizes']['urls']):.2f}"
 
     steps = list(zip(runs, runs[1:], strict=False))
     urls = [r["sizes"]["urls"] for r in runs]
@@ -431,9 +554,7 @@ def growth_table(runs: list[dict]) -> str:
             *(f"exponent {a['scale']:g}→{b['scale']:g}" for a, b in steps)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        cells = [f"{value(r, row):.1f} s{memory(r, row)}" for r in runs]
-        cells += [f"{math.log(value(b, row) / value(a, row)) / math.log(b['sizes']['urls'] / a['sizes']['urls']):.2f}"
-                  for a, b in steps]
+        cells = [cell(r, row) for r in runs] + [exponent(a, b, row) for a, b in steps]
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     lines.append("| n log n | " + " | ".join("" for _ in runs) + " | "
                  + " | ".join(f"{e:.2f}" for e in nlogn) + " |")
