@@ -2,16 +2,15 @@
 
     .venv/bin/python bench/score.py [--scale 1 [3 10 ...]] [--dir DIR] [--state DIR [--build-only]] [--table]
 
-Builds, in a fresh DuckDB file under ``--dir`` (default: a temporary folder), the state that cycle C = 6 finds
-after its update stage. Sizes at scale 1: 1,000,000 frontier URLs on 20,000 hosts, 200,000 crawled pages,
-5,000,000 links, and a query-log partition of 100,000 distinct queries. ``--scale`` multiplies URLs, hosts and
-links; crawled pages grow as scale ** log10(5) (the crawled share of the frontier falls from 20 % to 10 % at
+Builds, in a fresh DuckDB file under ``--dir`` (default: a temporary folder), the state that cycle C = 6 finds after
+its update stage. Sizes at scale 1: 1,000,000 frontier URLs on 20,000 hosts, 200,000 crawled pages, 5,000,000 links,
+and a query-log partition of 100,000 distinct queries (the same in every cycle). ``--scale`` multiplies URLs, hosts
+and links; crawled pages grow as scale ** log10(5) (the crawled share of the frontier falls from 20 % to 10 % at
 scale 10) and queries as min(scale, 1) (the query log is the search engine's, not the crawl's): scale 10 is
-10,000,000 URLs, 1,000,000 pages, 50,000,000 links and 100,000 queries. ``--state DIR`` keeps each scale's built state
-in DIR/scale-S and starts from a copy of it when it holds one of the same sizes (to time the stages again
-without building; the build's seconds are kept with it). Words come from a
-50,000-word vocabulary with Zipf frequencies; link targets follow a power law; anchors mostly repeat words of the
-URL they point at.
+10,000,000 URLs, 1,000,000 pages, 50,000,000 links and 100,000 queries. ``--state DIR`` keeps each scale's built
+state in DIR/scale-S and starts from a copy of it when it holds one of the same sizes (to time the stages again
+without building; the build's seconds are kept with it). Words come from a 50,000-word vocabulary with Zipf
+frequencies; link targets follow a power law; anchors mostly repeat words of the URL they point at.
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
 indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycles 1..C-1 and improvement history,
@@ -90,7 +89,7 @@ STAGES = ("refit", "select_needy", "score", "materialize")
 # (score_refresh: candidates, moving share, policy SQL); materialize gives the new URLs their expected impact, reads the
 # scored refreshes and divides the batch (the robots.txt check of the refreshes is not counted).
 REFRESH_PARTS = {"score": ("score_refresh",), "materialize": ("new_impact", "scored", "divide")}
-STATE_FORMAT = 2  # of a kept state (sizes.json): raise it when build() writes something else
+STATE_FORMAT = 3  # of a kept state (sizes.json): raise it when build() writes something else
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
 DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
@@ -297,6 +296,9 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
              "count": n["links"] - n["new_links"]}
     con.execute(INSERT_LINKS, links)
     con.execute(QUERY_LOG, {"partition": partition, "queries": n["queries"]})
+    # the earlier cycles' partitions hold the same queries: the moving share compares results between cycles by them
+    con.execute("INSERT INTO query_log (partition, query, frequency) SELECT $first + (k - 1)::INT, query, frequency "
+                "FROM query_log CROSS JOIN range(1, $cycle) t(k)", {"first": FIRST_INTERVAL, "cycle": c})
     say(f"history: {links['count']} links (all of cycle {c - 1}), {n['queries']} queries")
 
     grams = ngram_index.update(con, settings, c - 1)
