@@ -431,6 +431,8 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
     """Build (or copy) the state of ``scale`` and time its stages; return what bench/results keeps of the run."""
     n = sizes(scale)
     state = state_root / f"scale-{scale:g}" if state_root else None
+    if folder_root:
+        folder_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder_root) as tmp:
         folder = Path(tmp)
         settings = bench_settings(folder, n["new_pages"], scale=scale)
