@@ -280,7 +280,8 @@ def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> Non
                                     linestyle="--" if reference else "-")
     for col, judge in enumerate(JUDGES):
         axes[0][col].set_title(f"{title}: {judge} judge")
-        axes[0][col].legend(fontsize="small")
+        if axes[0][col].get_legend_handles_labels()[0]:  # an oracle's own plot has nothing under the other judge
+            axes[0][col].legend(fontsize="small")
         axes[1][col].set_xlabel("cycle (of the batch's fetch)")
         for row, text in enumerate(("choice efficiency (÷ best from its frontier)",
                                     "discovery (best from frontier ÷ best from all)")):
