@@ -470,8 +470,12 @@ def refresh_results(runs: int) -> str:
     return text
 
 
-def _after(s: dict, figure: str) -> float:
-    return s["repository"]["mean_after_first_switch"][figure]
+def _after(s: dict, figure: str) -> float | None:
+    return s["repository"]["mean_after_first_switch"].get(figure)  # completeness: none in runs made before it
+
+
+def _mean(values: list[float | None], digits: int) -> str:
+    return "-" if None in values else f"{sum(values) / len(values):.{digits}f}"
 
 
 def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int, switch: str) -> str:
@@ -482,17 +486,20 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
              f"{per_run[0][names[0]]['cycles']} cycles, batch {batch} (5 % of the first release's HTML pages), "
              f"releases from cycles {', '.join(map(str, starts))} (`--switch {switch}`). Means over the cycles from "
              "the first version switch on; quality is user-centric (Pandey & Olston 2005), by the reference ranker "
-             "and by the independent BM25 judge; loss = 1 - quality.\n",
-             "| refresh policy | quality per run | mean (min-max) | quality, BM25 judge | freshness | refresh share "
-             "of the batch |", "|---|---|---|---|---|---|"]
+             "and by the independent BM25 judge; loss = 1 - quality. Completeness is the quality the same stored "
+             "pages would give fresh and in the live order (no refresh policy can beat it with the pages it chose); "
+             "completeness - quality is what stale copies and the crawl's own partial statistics cost.\n",
+             "| refresh policy | quality per run | mean (min-max) | quality, BM25 judge | completeness | completeness, "
+             "BM25 judge | freshness | refresh share of the batch |", "|---|---|---|---|---|---|---|---|"]
     for name in names:
         q = [_after(run[name], "quality") for run in per_run]
         qb = [_after(run[name], "quality_bm25s") for run in per_run]
+        complete = [_mean([_after(run[name], f) for run in per_run], 4) for f in ("complete", "complete_bm25s")]
         fr = [_after(run[name], "freshness") for run in per_run]
         share = [_after(run[name], "batch_refresh") / max(1e-9, _after(run[name], "batch_refresh")
                                                           + _after(run[name], "batch_new")) for run in per_run]
         lines.append(f"| {name} | {' / '.join(f'{v:.4f}' for v in q)} | {sum(q) / len(q):.4f} ({min(q):.4f}-"
-                     f"{max(q):.4f}) | {sum(qb) / len(qb):.4f} | {sum(fr) / len(fr):.3f} | "
+                     f"{max(q):.4f}) | {sum(qb) / len(qb):.4f} | {' | '.join(complete)} | {sum(fr) / len(fr):.3f} | "
                      f"{sum(share) / len(share):.3f} |")
     lines += ["", "Paired, per run: impact against the best rival of the same run (by the reference ranker; by the "
               "BM25 judge).\n", "| run | best rival | its quality | impact's | loss ratio impact / rival | "

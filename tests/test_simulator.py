@@ -302,6 +302,9 @@ def test_quality_freshness_and_age_on_a_web_whose_answer_is_known(two_versions: 
     assert code == 0
     rows = list(csv.DictReader((tmp_path / "out" / "quality.csv").open()))
     figures = [{k: float(r[k]) for k in ("quality", "quality_bm25s", "freshness", "age")} for r in rows]
+    # Completeness: the stored pages fresh and in the live order. At 3 and 4 the stale p1 would answer omega: 4 / 5.
+    assert [(float(r["complete"]), float(r["complete_bm25s"])) for r in rows] == [(0.0, 0.0), (1.0, 1.0), (0.8, 0.8),
+                                                                                 (0.8, 0.8)]
     # 1: only home is stored, and no query finds it. 2: every page of version 1 is stored and fresh: each query that
     # has a live answer finds it first. 3 and 4: version 2 is live; p1 and p2 are stale (p2 gone), home and p3 fresh.
     # Of the queries with a live answer (omega 1, gamma 3, delta 1), only gamma's is shown: 3 / 5.
@@ -313,8 +316,9 @@ def test_quality_freshness_and_age_on_a_web_whose_answer_is_known(two_versions: 
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     repo = summary["repository"]
     assert repo["first_switch"] == 3 and [{k: c[k] for k in figures[0]} for c in repo["cycles"]] == figures
-    assert repo["mean_after_first_switch"] == {"cycles": 2, "quality": 0.6, "quality_bm25s": 0.6, "freshness": 0.5,
-                                               "age": 0.75, "batch_new": 0.0, "batch_refresh": 0.0}
+    assert repo["mean_after_first_switch"] == {"cycles": 2, "quality": 0.6, "quality_bm25s": 0.6, "complete": 0.8,
+                                               "complete_bm25s": 0.8, "freshness": 0.5, "age": 0.75,
+                                               "batch_new": 0.0, "batch_refresh": 0.0}
     assert summary["refresh_policy"] == "none" and summary["switch"] == "at-start"
     assert [v["start"] for v in summary["versions"]] == [1, 3]
     with (tmp_path / "out" / "order.csv").open() as f:

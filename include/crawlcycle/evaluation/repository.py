@@ -11,6 +11,10 @@
   so 1.0 is a repository that shows exactly the live top K of every query (fresh and complete); queries whose live
   top K is empty count for nothing. Judged by the reference ranker's live top K (``quality``) and by the independent
   judge's (``quality_bm25s``). On a web that does not change it measures completeness only.
+- **Completeness** (``complete``, ``complete_bm25s``): the quality the same stored pages would give if every copy
+  were fresh and ranked in the live order, i.e. each query's live top K restricted to the stored pages, moved up to
+  ranks 1, 2, ... No ranking of the stored pages does better, so quality <= complete: complete is what the choice of
+  pages gives, and complete - quality what stale copies and the crawl's partial link graph and statistics cost.
 - **Freshness** (Cho & Garcia-Molina): the share of indexed pages (the ranker's documents) whose stored main-text
   signature (``pages.content_hash``) equals the live page's; a page the live web no longer has is not fresh.
 - **Age**: the mean over indexed pages of the cycles since the live page last matched the stored copy (0 when
@@ -29,7 +33,7 @@ from crawlcycle.evaluation.ground_truth import JUDGES, Truth
 from crawlcycle.settings import Settings
 
 VIEW_EXPONENT = 1.5  # V(i) = i^-1.5 (Pandey & Olston 2005)
-FIGURES = ("quality", "quality_bm25s", "freshness", "age")
+FIGURES = ("quality", "quality_bm25s", "complete", "complete_bm25s", "freshness", "age")
 COLUMNS = ("cycle", *FIGURES, "indexed", "batch_new", "batch_refresh")
 
 
@@ -50,6 +54,13 @@ def quality(results: pl.DataFrame, live: pl.DataFrame, workload: pl.DataFrame) -
     return got / best if best else None
 
 
+def completeness(stored: set[str], live: pl.DataFrame, workload: pl.DataFrame) -> float | None:
+    """The quality of a repository holding the pages ``stored`` (urls), fresh and in the live order of ``live``."""
+    best = (live.filter(pl.col("url").is_in(list(stored))).sort("query", "rank")
+            .with_columns(rank=pl.int_range(1, pl.len() + 1).over("query")))
+    return quality(best, live, workload)
+
+
 def live_hashes(truth: Truth) -> dict[str, str | None]:
     """url -> main-text signature of every page of a cycle's live web."""
     return dict(truth.pages.select("url", "content_hash").iter_rows())
@@ -65,9 +76,12 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
         split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
     top_k = truths[cycle - 1].top_k
     row: dict = {"cycle": cycle}
+    stored = set(indexed["url"])
     for judge in JUDGES:
         live = top_k.filter(pl.col("judge") == judge)
-        row[f"quality{'' if judge == 'reference' else '_' + judge}"] = quality(results, live, workload)
+        suffix = "" if judge == "reference" else "_" + judge
+        row[f"quality{suffix}"] = quality(results, live, workload)
+        row[f"complete{suffix}"] = completeness(stored, live, workload)
     ages = []
     for url, stored, stored_cycle in indexed.iter_rows():
         matched = next((c for c in range(cycle, 0, -1) if hashes[c - 1].get(url, "") == stored), stored_cycle)
