@@ -76,12 +76,12 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
         split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
     top_k = truths[cycle - 1].top_k
     row: dict = {"cycle": cycle}
-    stored = set(indexed["url"])
+    stored_urls = set(indexed["url"])
     for judge in JUDGES:
         live = top_k.filter(pl.col("judge") == judge)
         suffix = "" if judge == "reference" else "_" + judge
         row[f"quality{suffix}"] = quality(results, live, workload)
-        row[f"complete{suffix}"] = completeness(stored, live, workload)
+        row[f"complete{suffix}"] = completeness(stored_urls, live, workload)
     ages = []
     for url, stored, stored_cycle in indexed.iter_rows():
         matched = next((c for c in range(cycle, 0, -1) if hashes[c - 1].get(url, "") == stored), stored_cycle)
