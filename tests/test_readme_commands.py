@@ -60,6 +60,9 @@ EXCLUDED = {
     ".venv/bin/python bench/series.py refresh --runs 3 --cycles 12":
         "every refresh policy, three runs of twelve cycles on a series built from Debian packages: an hour and a half "
         "on 2 cores; tests/test_simulator.py simulates two-version series with refresh policies",
+    ".venv/bin/python bench/series.py refresh --runs 3 --cycles 12 --policies fixed adaptive --revisit-cycles 3":
+        "Nutch's two schedules at a 3-cycle interval, three runs of twelve cycles on a series built from Debian "
+        "packages: 10 minutes on 2 cores; tests/test_simulator.py simulates two-version series with refresh policies",
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
         "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",
