@@ -446,12 +446,12 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
 
         kept = state / "sizes.json" if state else None
         run: dict = {"scale": scale, "sizes": n, "load": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
-        if kept and kept.exists() and json.loads(kept.read_text()).get("format") == STATE_FORMAT \
-                and json.loads(kept.read_text())["sizes"] == n:
+        found = json.loads(kept.read_text()) if kept and kept.exists() else {}
+        if found.get("format") == STATE_FORMAT and found.get("sizes") == n:
             shutil.copytree(state, folder, dirs_exist_ok=True)
             with connect(settings) as con:
                 migrate(con)  # as cycle C's begin stage would: a state kept before a migration gets it
-            run["build_s"] = json.loads(kept.read_text())["build_s"]
+            run["build_s"] = found["build_s"]
             say(f"state copied from {state} (built in {run['build_s']:.0f} s)")
         else:
             with connect(settings) as con:
