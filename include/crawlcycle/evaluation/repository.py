@@ -54,9 +54,9 @@ def quality(results: pl.DataFrame, live: pl.DataFrame, workload: pl.DataFrame) -
     return got / best if best else None
 
 
-def completeness(stored: set[str], live: pl.DataFrame, workload: pl.DataFrame) -> float | None:
+def completeness(stored: pl.Series, live: pl.DataFrame, workload: pl.DataFrame) -> float | None:
     """The quality of a repository holding the pages ``stored`` (urls), fresh and in the live order of ``live``."""
-    best = (live.filter(pl.col("url").is_in(list(stored))).sort("query", "rank")
+    best = (live.filter(pl.col("url").is_in(stored)).sort("query", "rank")
             .with_columns(rank=pl.int_range(1, pl.len() + 1).over("query")))
     return quality(best, live, workload)
 
@@ -76,12 +76,11 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
         split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
     top_k = truths[cycle - 1].top_k
     row: dict = {"cycle": cycle}
-    stored_urls = set(indexed["url"])
     for judge in JUDGES:
         live = top_k.filter(pl.col("judge") == judge)
         suffix = "" if judge == "reference" else "_" + judge
         row[f"quality{suffix}"] = quality(results, live, workload)
-        row[f"complete{suffix}"] = completeness(stored_urls, live, workload)
+        row[f"complete{suffix}"] = completeness(indexed["url"], live, workload)
     ages = []
     for url, stored, stored_cycle in indexed.iter_rows():
         matched = next((c for c in range(cycle, 0, -1) if hashes[c - 1].get(url, "") == stored), stored_cycle)
