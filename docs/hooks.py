@@ -12,8 +12,8 @@ Pages hold markers that are replaced at build time, so what the code defines is 
 - ``<!-- include FILE -->`` or ``<!-- include FILE#HEADING -->``: a file of the repository (a path from the root),
   whole or the section under one heading.
 
-The plots of the policy lab stay where ``bench/policies.py`` writes them (``bench/results/<snapshot>/curves.png``)
-and are served as ``img/bench/<snapshot>/curves.png``.
+The plots of the policy lab stay where ``bench/policies.py`` writes them (``bench/results/<snapshot>/curves.png``
+and ``regret.png``) and are served as ``img/bench/<snapshot>/<name>.png``.
 """
 
 from __future__ import annotations
@@ -153,6 +153,6 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def on_files(files: Files, config) -> Files:
-    for plot in sorted(BENCH_RESULTS.glob("*/curves.png")):
-        files.append(File.generated(config, f"img/bench/{plot.parent.name}/curves.png", abs_src_path=str(plot)))
+    for plot in sorted(BENCH_RESULTS.glob("*/*.png")):
+        files.append(File.generated(config, f"img/bench/{plot.parent.name}/{plot.name}", abs_src_path=str(plot)))
     return files

@@ -24,10 +24,10 @@ IMPACT = {"http://a.test/": 50.0, "http://a.test/1": 1.0, "http://a.test/2": 9.0
           "http://c.test/1": 20.0}
 
 
-def _regret(tmp_path: Path, policy: str) -> tuple[pl.DataFrame, list[tuple]]:
+def _regret(tmp_path: Path, policy: str, robots_txt: str | None = None) -> tuple[pl.DataFrame, list[tuple]]:
     """Cycle 1 of ``policy`` chooses the batch of cycle 2 (3 URLs, at most 2 per host) from the frontier
     a.test/1-4, b.test/1-2 (found in that order); cycle 2 fetched it. Its regret by the reference judge, and the
-    URLs it passed over."""
+    URLs it passed over. ``robots_txt``: a.test's stored robots.txt (none: everything allowed)."""
     pages = pl.DataFrame({"url": list(IMPACT), "host": [u.split("/")[2] for u in IMPACT],
                           "impact": list(IMPACT.values()), "impact_bm25s": list(IMPACT.values())})
     truth = Truth(pages, set(), pl.DataFrame(), tmp_path / "truth")
@@ -38,6 +38,9 @@ def _regret(tmp_path: Path, policy: str) -> tuple[pl.DataFrame, list[tuple]]:
         add_urls(con, ["http://a.test/", *(f"http://a.test/{i}" for i in range(1, 5)), "http://b.test/1",
                        "http://b.test/2"])
         add_page(con, "http://a.test/", "home", "the home page")
+        if robots_txt is not None:
+            con.execute("INSERT INTO robots (origin, host, status, robots_txt) "
+                        "VALUES ('http://a.test', 'a.test', 200, ?)", [robots_txt])
         # both origins have given pages: every URL may take a slot
         con.execute("INSERT INTO path_yield (cycle, path_group, answered, pages, refused, held_tries) VALUES "
                     "(0, 'http://a.test/*', 1, 1, 0, 0), (0, 'http://b.test/*', 1, 1, 0, 0)")
@@ -73,3 +76,12 @@ def test_a_policy_that_picks_worse_urls_has_its_choice_efficiency_and_the_urls_i
     assert row["chosen"] == 12 and row["choice_efficiency"] == pytest.approx(12 / 19)
     assert row["discovery"] == pytest.approx(19 / 59)  # the frontier is the same as the oracle's
     assert passed == [("http://a.test/3", 8.0, 3)]  # third in breadth-first order, behind a.test/1 and a.test/2
+
+
+def test_pages_robots_txt_disallows_are_in_no_best_batch(tmp_path: Path) -> None:
+    regret, passed = _regret(tmp_path, "oracle", "User-agent: *\nDisallow: /2\nDisallow: /5\n")
+    row = regret.row(0, named=True)
+    # a.test/2 (9) and a.test/5 (30) may take no slot: from the frontier a.test/3, a.test/4 and b.test/1; from every
+    # unfetched page c.test/1, a.test/3 and a.test/4. The oracle, which skips the disallowed URL too, lost nothing.
+    assert (row["best_frontier"], row["best_all"]) == (8 + 7 + 2, 20 + 8 + 7)
+    assert (row["chosen"], row["choice_efficiency"]) == (17, 1.0) and passed == []

@@ -57,9 +57,9 @@ policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
   on (``waste``).
 - ``regret.csv``: per judge and fetched batch (``REGRET``, :func:`batch_regret`): the true impact of its new URLs,
   of the best batch of as many from the same frontier and from every page not fetched yet (greedy under the per-host
-  cap), choice efficiency (chosen ÷ best from the frontier) and discovery (best from the frontier ÷ best from all);
-  also in the crawl's database (``v_batch_regret``, with the better URLs each batch passed over), and in
-  ``summary.json`` under ``regret`` with the means from cycle ``ENGAGEMENT_FROM`` on.
+  cap, of the pages robots.txt allows), choice efficiency (chosen ÷ best from the frontier) and discovery (best from
+  the frontier ÷ best from all); also in the crawl's database (``v_batch_regret``, with the better URLs each batch
+  passed over), and in ``summary.json`` under ``regret`` with the means from cycle ``ENGAGEMENT_FROM`` on.
 - ``curve.png``: both impact curves; ``quality.png``: quality and freshness per cycle; ``regret.png``: choice
   efficiency and discovery per cycle. Several runs also give ``<out>/curves.png`` and ``<out>/quality.png``.
 
@@ -91,6 +91,7 @@ from crawlcycle.devtools.warc_server import SWITCHES, Series, check_warc, host_k
 from crawlcycle.evaluation import repository
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth, cycle_truths, ground_truth
 from crawlcycle.pipeline import stages
+from crawlcycle.pipeline.materialize import robots_filter
 from crawlcycle.ranking.query_log import write_partitions
 from crawlcycle.settings import Settings, with_overrides
 from crawlcycle.ui.report import ENGAGEMENT, FRESHNESS, WASTE
@@ -237,10 +238,12 @@ def summarize(points: pl.DataFrame, truth: Truth, judge: str = "reference") -> d
 
 def batch_regret(settings: Settings, truth: Truth) -> pl.DataFrame:
     """Each fetched batch's regret by each judge, written into the crawl's database (``batch_regret``,
-    ``batch_passed_over``, read by ``v_batch_regret``) and returned: judge, cycle and ``REGRET``."""
+    ``batch_passed_over``, read by ``v_batch_regret``) and returned: judge, cycle and ``REGRET``. Only pages the
+    crawl's stored robots.txt allows count: no batch may hold the others."""
     with connect(settings) as con:
         for judge in JUDGES:
-            with staged(con, s_true_impact=truth.impact(judge)):
+            impact = truth.impact(judge)
+            with staged(con, s_true_impact=impact.filter(robots_filter(con, settings, impact))):
                 run_sql(con, "evaluation/simulator/batch_regret", judge=judge, per_host_cap=settings.per_host_cap)
         return con.sql(f"SELECT judge, cycle, {', '.join(REGRET)} FROM v_batch_regret ORDER BY judge, cycle").pl()
 

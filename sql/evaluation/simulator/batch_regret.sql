@@ -3,7 +3,8 @@
 -- frontier_scores.score_cycle = batches.score_cycle) and from every snapshot page not fetched before it, each best
 -- batch greedy by true impact with at most $per_host_cap URLs per host (under a per-host cap the greedy batch is the
 -- best one); and the URLs of the best frontier batch the batch left out. Impact is the batch URL's own (a redirect's
--- target is not credited), as the oracle sees it.
+-- target is not credited), as the oracle sees it. s_true_impact holds only the pages robots.txt allows (a disallowed
+-- URL can take no slot, so it is no better batch's).
 -- inputs: s_true_impact
 DELETE FROM batch_regret WHERE judge = $judge;
 DELETE FROM batch_passed_over WHERE judge = $judge;
