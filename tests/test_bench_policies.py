@@ -70,24 +70,32 @@ def test_workloads_keep_their_texts_or_frequencies_and_differ_by_seed() -> None:
 
 
 def _summary(seconds: float, pct: dict[str, tuple], p_cs: float = 0.3,
-             waste: tuple[float, float] | None = None) -> dict:
+             waste: tuple[float, float] | None = None, regret: tuple[float, float] | None = None) -> dict:
     """A simulate summary: % of ideal (as shares) at 1 %, 5 %, 10 % per judge; the same P_CS at every budget; the
-    shares of slots without a page and to origins that did not answer from cycle 3 on, when given."""
+    shares of slots without a page and to origins that did not answer from cycle 3 on, and the reference judge's
+    choice efficiency and discovery from cycle 3 on, when given."""
     summary = {"seconds": seconds, "snapshot_pages": 1000, "budgets_by_judge": {
         judge: {label: {"fetches": k, "pct_of_ideal": v, "p_cs": None if v is None else p_cs, "p_st": 0.1}
                 for label, k, v in zip(("1%", "5%", "10%"), (10, 50, 100), values, strict=True)}
         for judge, values in pct.items()}}
     if waste:
         summary["waste"] = {"from_cycle_3": {"waste_share": waste[0], "unanswered_share": waste[1]}}
+    if regret:
+        summary["regret"] = {"reference": {"mean_from_cycle_3": {"choice_efficiency": regret[0],
+                                                                 "discovery": regret[1]}}}
     return summary
 
 
 RUNS = [
-    {"hybrid": _summary(10, {"reference": (0.05, 0.20, 0.30), "bm25s": (0.04, 0.10, 0.20)}, 0.40, (0.05, 0.0)),
+    {"hybrid": _summary(10, {"reference": (0.05, 0.20, 0.30), "bm25s": (0.04, 0.10, 0.20)}, 0.40, (0.05, 0.0),
+                        (0.5, 0.8)),
      "pagerank": _summary(20, {"reference": (0.03, 0.10, 0.20), "bm25s": (0.05, 0.15, 0.25)}, 0.50)},
-    {"hybrid": _summary(12, {"reference": (0.07, 0.22, 0.36), "bm25s": (0.06, 0.12, 0.22)}, 0.30, (0.07, 0.01)),
-     "pagerank": _summary(22, {"reference": (0.03, 0.12, 0.26), "bm25s": (0.05, 0.17, None)}, 0.50, (0.2, 0.1))},
-    {"hybrid": _summary(14, {"reference": (0.06, 0.24, 0.33), "bm25s": (0.05, 0.14, 0.24)}, 0.20, (0.06, 0.02)),
+    {"hybrid": _summary(12, {"reference": (0.07, 0.22, 0.36), "bm25s": (0.06, 0.12, 0.22)}, 0.30, (0.07, 0.01),
+                        (0.7, 0.9)),
+     "pagerank": _summary(22, {"reference": (0.03, 0.12, 0.26), "bm25s": (0.05, 0.17, None)}, 0.50, (0.2, 0.1),
+                          (0.4, 0.6))},
+    {"hybrid": _summary(14, {"reference": (0.06, 0.24, 0.33), "bm25s": (0.05, 0.14, 0.24)}, 0.20, (0.06, 0.02),
+                        (0.6, 1.0)),
      "pagerank": _summary(24, {"reference": (0.03, 0.14, 0.23), "bm25s": (0.05, 0.19, 0.27)}, 0.50, (0.3, 0.1))},
 ]
 
@@ -109,16 +117,18 @@ def test_aggregate_gives_mean_sample_sd_and_range_per_policy_judge_and_budget() 
 
 def test_table_shows_mean_and_sd_per_judge_sorted_by_the_reference_at_10_percent() -> None:
     assert table(RUNS) == [
-        "| policy | ref 1% | ref 5% | ref 10% | bm25s 1% | bm25s 5% | bm25s 10% | P_CS at 10% (ref) | waste % "
-        "| unanswered % | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| policy | ref 1% | ref 5% | ref 10% | bm25s 1% | bm25s 5% | bm25s 10% | P_CS at 10% (ref) "
+        "| choice efficiency (ref) | discovery (ref) | waste % | unanswered % | seconds |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         "| hybrid | 6.0 ± 1.0 | 22.0 ± 2.0 | 33.0 ± 3.0 | 5.0 ± 1.0 | 12.0 ± 2.0 | 22.0 ± 2.0 | 0.30 ± 0.10 "
-        "| 6.0 ± 1.0 | 1.0 ± 1.0 | 12 |",
+        "| 0.60 ± 0.10 | 0.90 ± 0.10 | 6.0 ± 1.0 | 1.0 ± 1.0 | 12 |",
         "| pagerank | 3.0 ± 0.0 | 12.0 ± 2.0 | 23.0 ± 3.0 | 5.0 ± 0.0 | 17.0 ± 2.0 | 26.0 ± 1.4 (2 of 3 runs) "
-        "| 0.50 ± 0.00 | 25.0 ± 7.1 (2 of 3 runs) | 10.0 ± 0.0 (2 of 3 runs) | 22 |",
+        "| 0.50 ± 0.00 | 0.40 ± 0.00 (1 of 3 runs) | 0.60 ± 0.00 (1 of 3 runs) | 25.0 ± 7.1 (2 of 3 runs) "
+        "| 10.0 ± 0.0 (2 of 3 runs) | 22 |",
     ]
     assert table(RUNS, spread="range")[2] == ("| hybrid | 5.0–7.0 | 20.0–24.0 | 30.0–36.0 | 4.0–6.0 | 10.0–14.0 "
-                                              "| 20.0–24.0 | 0.20–0.40 | 5.0–7.0 | 0.0–2.0 | 12 |")
+                                              "| 20.0–24.0 | 0.20–0.40 | 0.50–0.70 | 0.80–1.00 | 5.0–7.0 | 0.0–2.0 "
+                                              "| 12 |")
 
 
 # The same runs with the oracle of each judge, far ahead of every policy by the judge it does not order by.

@@ -104,11 +104,16 @@ def aggregate(runs: list[dict[str, dict]], key: str = "pct_of_ideal") -> dict[st
     return out
 
 
-def waste_stats(runs: list[dict[str, dict]], key: str) -> dict[str, Stats | None]:
-    """Per policy, Stats over ``runs`` of the summaries' ``waste`` figure ``key`` from cycle 3 on (``waste_share``,
-    ``unanswered_share``); runs without it are left out."""
-    return {p: Stats.of([v for run in runs if p in run
-                         if (v := run[p].get("waste", {}).get("from_cycle_3", {}).get(key)) is not None])
+def from_cycle_3(runs: list[dict[str, dict]], *path: str) -> dict[str, Stats | None]:
+    """Per policy, Stats over ``runs`` of a summary figure from cycle 3 on at ``path``: ``("waste", "from_cycle_3",
+    "waste_share")`` (or ``unanswered_share``), ``("regret", "reference", "mean_from_cycle_3", "choice_efficiency")``
+    (or ``discovery``); runs without it are left out."""
+    def figure(summary: dict) -> float | None:
+        for key in path:
+            summary = summary.get(key) if isinstance(summary, dict) else None
+        return summary
+
+    return {p: Stats.of([v for run in runs if p in run if (v := figure(run[p])) is not None])
             for p in {p for r in runs for p in r}}
 
 
@@ -134,14 +139,18 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     """Markdown rows, one per policy sorted by the reference judge's mean % of ideal at the largest budget, after the
     reference runs (marked):
     % of ideal per judge and budget as ``mean ± sd`` (``spread="range"``: ``min–max``), the reference P_CS
-    at the largest budget, the share of batch slots from cycle 3 on that gave no page and that went to origins that
-    did not answer (in per cent), and the mean seconds."""
+    at the largest budget, the reference judge's mean choice efficiency and discovery of the batches from cycle 3 on,
+    the share of batch slots from cycle 3 on that gave no page and that went to origins that did not answer (in per
+    cent), and the mean seconds."""
     pct, pcs, seconds = aggregate(runs), aggregate(runs, "p_cs"), mean_seconds(runs)
-    wasted, unanswered = waste_stats(runs, "waste_share"), waste_stats(runs, "unanswered_share")
+    regret = [from_cycle_3(runs, "regret", "reference", "mean_from_cycle_3", key)
+              for key in ("choice_efficiency", "discovery")]
+    wasted, unanswered = (from_cycle_3(runs, "waste", "from_cycle_3", key)
+                          for key in ("waste_share", "unanswered_share"))
     last = budget_label(BUDGETS[-1])
     heads = [_head(j, budget_label(b)) for j in JUDGES for b in BUDGETS]
-    rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | waste % | unanswered % | seconds |",
-            "|---" * (len(heads) + 5) + "|"]
+    rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | choice efficiency (ref) | discovery (ref) "
+            "| waste % | unanswered % | seconds |", "|---" * (len(heads) + 7) + "|"]
 
     def order(policy: str) -> tuple[bool, float]:
         s = pct[policy]["reference"][last]
@@ -150,6 +159,7 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     for p in sorted(pct, key=order):
         cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in JUDGES for b in BUDGETS]
         cells.append(_cell(pcs[p]["reference"][last], len(runs), 1, 2, spread))
+        cells += [_cell(r[p], len(runs), 1, 2, spread) for r in regret]
         cells += [_cell(wasted[p], len(runs), 100, 1, spread), _cell(unanswered[p], len(runs), 100, 1, spread)]
         rows.append(f"| {label(p)} | " + " | ".join(cells) + f" | {seconds[p]:.0f} |")
     return rows
