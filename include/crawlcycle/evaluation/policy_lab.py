@@ -104,14 +104,16 @@ def aggregate(runs: list[dict[str, dict]], key: str = "pct_of_ideal") -> dict[st
     return out
 
 
-def from_cycle_3(runs: list[dict[str, dict]], *path: str) -> dict[str, Stats | None]:
-    """Per policy, Stats over ``runs`` of a summary figure from cycle 3 on at ``path``: ``("waste", "from_cycle_3",
-    "waste_share")`` (or ``unanswered_share``), ``("regret", "reference", "mean_from_cycle_3", "choice_efficiency")``
-    (or ``discovery``); runs without it are left out."""
+def summary_stats(runs: list[dict[str, dict]], *path: str) -> dict[str, Stats | None]:
+    """Per policy, Stats over ``runs`` of the summaries' figure at ``path``, e.g. ``("waste", "from_cycle_3",
+    "waste_share")`` or ``("regret", "reference", "mean_from_cycle_3", "choice_efficiency")``; runs without it are
+    left out."""
+
     def figure(summary: dict) -> float | None:
+        value: object = summary
         for key in path:
-            summary = summary.get(key) if isinstance(summary, dict) else None
-        return summary
+            value = value.get(key) if isinstance(value, dict) else None
+        return value if isinstance(value, float | int) else None
 
     return {p: Stats.of([v for run in runs if p in run if (v := figure(run[p])) is not None])
             for p in {p for r in runs for p in r}}
@@ -143,9 +145,9 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
     the share of batch slots from cycle 3 on that gave no page and that went to origins that did not answer (in per
     cent), and the mean seconds."""
     pct, pcs, seconds = aggregate(runs), aggregate(runs, "p_cs"), mean_seconds(runs)
-    regret = [from_cycle_3(runs, "regret", "reference", "mean_from_cycle_3", key)
+    regret = [summary_stats(runs, "regret", "reference", "mean_from_cycle_3", key)
               for key in ("choice_efficiency", "discovery")]
-    wasted, unanswered = (from_cycle_3(runs, "waste", "from_cycle_3", key)
+    wasted, unanswered = (summary_stats(runs, "waste", "from_cycle_3", key)
                           for key in ("waste_share", "unanswered_share"))
     last = budget_label(BUDGETS[-1])
     heads = [_head(j, budget_label(b)) for j in JUDGES for b in BUDGETS]
