@@ -241,9 +241,9 @@ def batch_regret(settings: Settings, truth: Truth) -> pl.DataFrame:
     ``batch_passed_over``, read by ``v_batch_regret``) and returned: judge, cycle and ``REGRET``. Only pages the
     crawl's stored robots.txt allows count: no batch may hold the others."""
     with connect(settings) as con:
+        allowed = robots_filter(con, settings, truth.pages)  # the same pages, in the same order, for every judge
         for judge in JUDGES:
-            impact = truth.impact(judge)
-            with staged(con, s_true_impact=impact.filter(robots_filter(con, settings, impact))):
+            with staged(con, s_true_impact=truth.impact(judge).filter(allowed)):
                 run_sql(con, "evaluation/simulator/batch_regret", judge=judge, per_host_cap=settings.per_host_cap)
         return con.sql(f"SELECT judge, cycle, {', '.join(REGRET)} FROM v_batch_regret ORDER BY judge, cycle").pl()
 
