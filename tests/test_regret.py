@@ -24,19 +24,21 @@ IMPACT = {"http://a.test/": 50.0, "http://a.test/1": 1.0, "http://a.test/2": 9.0
           "http://c.test/1": 20.0}
 
 
-def _regret(tmp_path: Path, policy: str, robots_txt: str | None = None) -> tuple[pl.DataFrame, list[tuple]]:
+def _regret(tmp_path: Path, policy: str, robots_txt: str | None = None, impact: dict[str, float] = IMPACT,
+            frontier: tuple[str, ...] = ()) -> tuple[pl.DataFrame, list[tuple]]:
     """Cycle 1 of ``policy`` chooses the batch of cycle 2 (3 URLs, at most 2 per host) from the frontier
-    a.test/1-4, b.test/1-2 (found in that order); cycle 2 fetched it. Its regret by the reference judge, and the
-    URLs it passed over. ``robots_txt``: a.test's stored robots.txt (none: everything allowed)."""
-    pages = pl.DataFrame({"url": list(IMPACT), "host": [u.split("/")[2] for u in IMPACT],
-                          "impact": list(IMPACT.values()), "impact_bm25s": list(IMPACT.values())})
+    a.test/1-4, b.test/1-2 (found in that order) and ``frontier``; cycle 2 fetched it. Its regret by the reference
+    judge, and the URLs it passed over. ``robots_txt``: a.test's stored robots.txt (none: everything allowed);
+    ``impact``: the snapshot's pages by true impact."""
+    pages = pl.DataFrame({"url": list(impact), "host": [u.split("/")[2] for u in impact],
+                          "impact": list(impact.values()), "impact_bm25s": list(impact.values())})
     truth = Truth(pages, set(), pl.DataFrame(), tmp_path / "truth")
     truth.folder.mkdir()
     truth.impact("reference").write_parquet(truth.impact_file("reference"))
     s = new_state(tmp_path, policy, oracle_impact=str(truth.impact_file("reference")), batch_size=3, per_host_cap=2)
     with connect(s) as con:
         add_urls(con, ["http://a.test/", *(f"http://a.test/{i}" for i in range(1, 5)), "http://b.test/1",
-                       "http://b.test/2"])
+                       "http://b.test/2", *frontier])
         add_page(con, "http://a.test/", "home", "the home page")
         if robots_txt is not None:
             con.execute("INSERT INTO robots (origin, host, status, robots_txt) "
@@ -85,3 +87,20 @@ def test_pages_robots_txt_disallows_are_in_no_best_batch(tmp_path: Path) -> None
     # unfetched page c.test/1, a.test/3 and a.test/4. The oracle, which skips the disallowed URL too, lost nothing.
     assert (row["best_frontier"], row["best_all"]) == (8 + 7 + 2, 20 + 8 + 7)
     assert (row["chosen"], row["choice_efficiency"]) == (17, 1.0) and passed == []
+
+
+def test_a_directory_url_is_worth_its_index_page_while_that_page_is_not_fetched(tmp_path: Path) -> None:
+    # the snapshot server redirects b.test/guide/ and b.test/guide to the page b.test/guide/index.html (40); a.test's
+    # index page is a.test/ itself, fetched in cycle 1, so a.test/index.html's directory is worth nothing now
+    impact = {**IMPACT, "http://b.test/guide/index.html": 40.0}
+    regret, passed = _regret(tmp_path, "oracle", impact=impact, frontier=("http://b.test/guide/", "http://b.test/guide"))
+    row = regret.row(0, named=True)
+    # the oracle sees through one directory URL to the page, and spends no second slot on the other: the page, then
+    # a.test/2 and a.test/3 (a.test's two slots)
+    assert (row["chosen"], row["best_frontier"], row["choice_efficiency"]) == (40 + 9 + 8, 40 + 9 + 8, 1.0)
+    assert row["best_all"] == 40 + 30 + 20  # the page counts once among every unfetched page: as itself
+    assert passed == []
+    truth = Truth(pl.DataFrame({"url": list(impact), "host": [u.split("/")[2] for u in impact],
+                                "impact": list(impact.values())}), set(), pl.DataFrame())
+    assert truth.aliases().rows() == [("http://b.test/guide", "http://b.test/guide/index.html"),
+                                      ("http://b.test/guide/", "http://b.test/guide/index.html")]

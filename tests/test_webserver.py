@@ -199,7 +199,9 @@ def test_real_dev_docs_snapshot(dev_docs: Path) -> None:
             b"User-agent: *\nDisallow: /_sources/\nCrawl-delay: 1\n")
         # sqlite.docs.test recorded two robots.txt (the package's own, then the snapshot's): last wins.
         assert fetch(server.port, "sqlite.docs.test", "/robots.txt")[2] == b"User-agent: *\nCrawl-delay: 2\n"
-        assert fetch(server.port, "python.docs.test", "/")[0] == 404
+        # the host's root is a directory whose index file the snapshot holds: redirected there, as a static server
+        status, headers, _, _ = fetch(server.port, "python.docs.test", "/")
+        assert (status, headers["location"]) == (301, "/index.html")
         assert fetch(server.port, "python.docs.test", "/whatsnew/changelog.html")[0] == 404
 
 
@@ -347,3 +349,24 @@ def test_the_live_web_of_a_time_is_one_warc_of_what_it_serves(versions: tuple[Pa
             url = f"http://a.test{target}"
             assert (status, body) == ((200, live[url][2]) if url in live else (404, NOT_FOUND.body))
     assert web.served(4) != web.served(5) and web.served(6) == web.served(7)
+
+
+def test_directories_are_answered_as_a_static_server_with_an_index_file_answers_them(tmp_path: Path) -> None:
+    pages = {"/guide/index.html": b"<p>guide</p>", "/api/": b"<p>recorded at its slash</p>", "/notes": b"<p>file</p>",
+             "/v2/guide/index.html": b"<p>guide two</p>"}
+    web = Series([([write_version(tmp_path / "v1.warc.gz", pages, V1_DATE)], 1),
+                  ([write_version(tmp_path / "v2.warc.gz", {"/other.html": b"<p>o</p>"}, V2_DATE)], 3)],
+                 switch="at-start")
+    with serve(web) as server:
+        server.set_time(1)
+        status, headers, _ = conditional(server.port, "/guide/")
+        assert (status, headers["location"]) == (301, "/guide/index.html")
+        assert conditional(server.port, "/guide/?page=2")[1]["location"] == "/guide/index.html?page=2"
+        status, headers, _ = conditional(server.port, "/v2/guide")  # named without its slash: first to the slash
+        assert (status, headers["location"]) == (301, "/v2/guide/")
+        assert conditional(server.port, "/api/")[2] == b"<p>recorded at its slash</p>"  # a record wins
+        assert conditional(server.port, "/notes")[2] == b"<p>file</p>"
+        assert conditional(server.port, "/missing/")[0] == 404  # no index file: no directory
+        assert conditional(server.port, "/guide/index.htm")[0] == 404  # a file's name is never a directory
+        server.set_time(3)  # the version that dropped the index file drops its directory too
+        assert conditional(server.port, "/guide/")[0] == 404

@@ -19,6 +19,12 @@ cycle number, or a date's ordinal for the demo web). The server's current time i
 A URL missing from the version it is served from answers 404: a page new in a version appears at its switch, a page
 the version dropped is gone from its switch on. One WARC (or one set of files) is a series of one version.
 
+Directories are answered as a static server with an index file answers them (``directory_index``): a missing
+``dir/`` whose ``dir/index.html`` is served redirects there (301), and a missing ``dir`` whose ``dir/index.html``
+is served redirects to ``dir/`` (301, as nginx and Apache do for a directory named without its slash). So a link to
+a directory reaches its page as on the live site, and the page keeps one URL, that of its record (the ground truth's
+``aliases``).
+
 Conditional requests are answered from the validators the served response carries, as nginx answers them for a
 static file: ``If-None-Match`` naming its ``ETag`` (weak comparison, or ``*``) gives 304, and without
 ``If-None-Match``, an ``If-Modified-Since`` equal to its ``Last-Modified`` gives 304 (an exact match, as nginx's
@@ -110,6 +116,25 @@ class Response:
 
 NOT_FOUND = Response(404, "Not Found", [("Content-Type", "text/plain; charset=utf-8")],
                      b"404 Not Found: this URL is not in the snapshot\n")
+INDEX_FILE = "index.html"
+
+
+def directory_index(target: str) -> tuple[str, str] | None:
+    """For a ``path?query`` that may name a directory: (the index file's record, which a static server reads whatever
+    the query, and where it redirects the request); None for a file's name. ``dir/?q`` -> (``dir/index.html``,
+    ``dir/index.html?q``); ``dir?q`` -> (``dir/index.html``, ``dir/?q``)."""
+    path, sep, query = target.partition("?")
+    if path.endswith("/"):
+        return path + INDEX_FILE, path + INDEX_FILE + sep + query
+    if "." in path.rsplit("/", 1)[-1]:
+        return None
+    return f"{path}/{INDEX_FILE}", f"{path}/{sep}{query}"
+
+
+def moved(location: str) -> Response:
+    """A permanent redirect to ``location`` (a path on the same host)."""
+    return Response(301, "Moved Permanently", [("Location", location), ("Content-Type", "text/plain; charset=utf-8")],
+                    f"301 Moved Permanently: {location}\n".encode())
 
 
 class WarcWeb:
@@ -223,10 +248,17 @@ class Series:
         return self.version(*_split_url(url), t)
 
     def lookup(self, host: str, target: str | bytes, t: int) -> tuple[Response | None, int]:
-        """The response for ``target`` on ``host`` at time ``t`` (None: not in the version serving it) and that
-        version."""
+        """The response for ``target`` on ``host`` at time ``t`` (None: not in the version serving it, nor a directory
+        whose index file it serves: ``directory_index``) and that version."""
         v = self.version(host, target, t)
-        return self.webs[v].lookup(host, target), v
+        if (found := self.webs[v].lookup(host, target)) is not None:
+            return found, v
+        key = _key(host, target)
+        if (index := directory_index(key[1])) is None:
+            return None, v
+        record, location = index
+        w = self.version(host, record, t)
+        return (moved(location) if self.webs[w].lookup(host, record) is not None else None), v
 
     def served(self, t: int) -> tuple[int, ...]:
         """The version serving each URL at time ``t`` (in the order of the sorted URLs): equal for equal webs."""

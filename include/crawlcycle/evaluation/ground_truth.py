@@ -33,7 +33,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.contracts.canonical import host_of
 from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql, staged
-from crawlcycle.devtools.warc_server import Series, host_key
+from crawlcycle.devtools.warc_server import INDEX_FILE, Series, host_key
 from crawlcycle.evaluation import judge
 from crawlcycle.models import refit
 from crawlcycle.parse import parse_cache
@@ -74,8 +74,21 @@ class Truth:
         return float(self.pages[self.column(judge)].sum())
 
     def impact(self, judge: str) -> pl.DataFrame:
-        """Every page's true impact by ``judge``: url, host, impact."""
-        return self.pages.select("url", "host", impact=self.column(judge))
+        """Every page's true impact by ``judge`` (url, host, impact, and page = url), and the same for each directory
+        URL that the snapshot server redirects to a page (``aliases``: url the directory, page the page's own)."""
+        pages = self.pages.select("url", "host", impact=self.column(judge), page="url")
+        by_alias = self.aliases().join(pages.drop("url"), on="page").select(pages.columns)
+        return pl.concat([pages, by_alias])
+
+    def aliases(self) -> pl.DataFrame:
+        """url, page: every ``dir/`` and ``dir`` that the snapshot server redirects to the page ``dir/index.html``
+        (``warc_server.directory_index``) and that is no page itself."""
+        index = self.pages.filter(pl.col("url").str.ends_with("/" + INDEX_FILE)).select(
+            page="url", dir=pl.col("url").str.strip_suffix(INDEX_FILE))
+        bare = index.filter(pl.col("dir").str.count_matches("/") > 3)  # not the host's root: that has its slash
+        rows = pl.concat([index.select(url="dir", page="page"),
+                          bare.select(url=pl.col("dir").str.strip_suffix("/"), page="page")])
+        return rows.filter(~pl.col("url").is_in(self.pages["url"].implode())).sort("url")
 
     def impact_file(self, judge: str) -> Path:
         """The Parquet file of :meth:`impact`, kept beside the truth: what the reference ordering oracle reads."""

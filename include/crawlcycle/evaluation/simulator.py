@@ -241,7 +241,8 @@ def batch_regret(settings: Settings, truth: Truth) -> pl.DataFrame:
     ``batch_passed_over``, read by ``v_batch_regret``) and returned: judge, cycle and ``REGRET``. Only pages the
     crawl's stored robots.txt allows count: no batch may hold the others."""
     with connect(settings) as con:
-        allowed = robots_filter(con, settings, truth.pages)  # the same pages, in the same order, for every judge
+        # the same URLs, in the same order, for every judge
+        allowed = robots_filter(con, settings, truth.impact(JUDGES[0]))
         for judge in JUDGES:
             with staged(con, s_true_impact=truth.impact(judge).filter(allowed)):
                 run_sql(con, "evaluation/simulator/batch_regret", judge=judge, per_host_cap=settings.per_host_cap)

@@ -11,7 +11,7 @@ from crawlcycle.settings import Settings
 
 
 def stage_oracle(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, object]:
-    """The temp table ``s_true_impact`` (url, impact) from the simulator's file."""
-    con.execute("CREATE OR REPLACE TEMP TABLE s_true_impact AS SELECT url, impact FROM read_parquet(?)",
+    """The temp table ``s_true_impact`` (url, impact, page) from the simulator's file (``Truth.impact``)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE s_true_impact AS SELECT url, impact, page FROM read_parquet(?)",
                 [settings.oracle_impact])
     return {}
