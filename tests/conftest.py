@@ -45,6 +45,27 @@ def dev_docs(shared: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def three_sites(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs: Path) -> dict[str, Path]:
+    """Three real sites cut from the dev-docs snapshot (sphinx, nodejs, requests), their home pages as seeds and a
+    workload of real query texts (bench/policies.py's kind: a seeded Zipf draw): warc, seeds, queries."""
+    from crawlcycle.evaluation import policy_lab
+    from tests.support.snapshot_cut import cut
+
+    d = tmp_path_factory.mktemp("three-sites")
+    warc = cut(dev_docs, tuple(f"http://{site}.docs.test/" for site in ("sphinx", "nodejs", "requests")),
+               d / "sites.warc.gz")
+    seeds = d / "seeds.txt"
+    seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(policy_lab.html_pages(warc), 0, "/index.html")))
+    q = shared / "queries"
+    texts = (q / "csn_queries.csv").read_text().splitlines()[1:] + [
+        line.split("\t", 1)[1] for line in (q / "staqc_sql_titles.tsv").read_text().splitlines()]
+    queries = d / "queries.tsv"
+    queries.write_text("".join(f"{t}\t{f}\n" for t, f in policy_lab.zipf_workload(texts, 3000,
+                                                                                   policy_lab.WORKLOAD_SEED)))
+    return {"warc": warc, "seeds": seeds, "queries": queries}
+
+
+@pytest.fixture(scope="session")
 def demo_web(tmp_path_factory: pytest.TempPathFactory) -> DemoWeb:
     return generate(tmp_path_factory.mktemp("demo-web"), hosts=8, pages=240, seed=11, days=3)
 

@@ -13,40 +13,20 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from crawlcycle.db import migrate
+from crawlcycle.db import connect, migrate, sum_offset
 from crawlcycle.devtools.table_digest import table_digest
-from crawlcycle.evaluation import policy_lab
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.settings import Settings, load_settings, with_overrides
 from tests.support.demo import USER_AGENT
-from tests.support.snapshot_cut import cut
 
-SITES = ("sphinx", "nodejs", "requests")
 CYCLES = 3
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs: Path) -> dict[str, Path]:
-    """The three sites' records, their home pages as seeds and a workload of real query texts (bench/policies.py's
-    kind: a seeded Zipf draw)."""
-    d = tmp_path_factory.mktemp("replay-inputs")
-    warc = cut(dev_docs, tuple(f"http://{site}.docs.test/" for site in SITES), d / "sites.warc.gz")
-    seeds = d / "seeds.txt"
-    seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(policy_lab.html_pages(warc), 0, "/index.html")))
-    q = shared / "queries"
-    texts = (q / "csn_queries.csv").read_text().splitlines()[1:] + [
-        line.split("\t", 1)[1] for line in (q / "staqc_sql_titles.tsv").read_text().splitlines()]
-    queries = d / "queries.tsv"
-    queries.write_text("".join(f"{t}\t{f}\n" for t, f in policy_lab.zipf_workload(texts, 3000,
-                                                                                  policy_lab.WORKLOAD_SEED)))
-    return {"warc": warc, "seeds": seeds, "queries": queries}
-
-
-def _simulate(settings: Settings, inputs: dict[str, Path], out: Path, cache: Path
+def _simulate(settings: Settings, three_sites: dict[str, Path], out: Path, cache: Path
               ) -> tuple[dict[str, str], bytes, int]:
     """One hybrid crawl of ``CYCLES`` cycles in ``out`` (its database made anew): its tables' digests, its order.csv
     and how many cycles fitted S'."""
-    simulate(settings, [inputs["warc"]], inputs["queries"], inputs["seeds"], ["hybrid"], CYCLES, out,
+    simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], CYCLES, out,
              progress=lambda m: None, cache=cache)
     work = out.resolve() / "work"
     crawled = with_overrides(settings, {"db_path": str(work / "crawl.duckdb"), "data_dir": str(work / "data")})
@@ -55,13 +35,13 @@ def _simulate(settings: Settings, inputs: dict[str, Path], out: Path, cache: Pat
     return table_digest(crawled), (out / "order.csv").read_bytes(), fits
 
 
-def test_two_crawls_of_a_snapshot_leave_the_same_tables_and_order(inputs: dict[str, Path], tmp_path: Path) -> None:
+def test_two_crawls_of_a_snapshot_leave_the_same_tables_and_order(three_sites: dict[str, Path], tmp_path: Path) -> None:
     # S' trains on every query: enough pairs that DuckDB's threads split the sums over them
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
                                                     "s_prime_queries": 3000, "duckdb_threads": 4})
     # one folder for both crawls: model_runs names each model's file by its path
     out, cache = tmp_path / "out", tmp_path / "cache"
-    first, second = (_simulate(settings, inputs, out, cache) for _ in range(2))
+    first, second = (_simulate(settings, three_sites, out, cache) for _ in range(2))
     tables, order, fits = first
     assert fits >= 2  # S' and its odds were fitted and steered the later cycles
     differing = sorted(t for t in tables.keys() | second[0].keys() if tables.get(t) != second[0].get(t))
@@ -81,3 +61,19 @@ def test_exact_sums_do_not_depend_on_the_order_rows_are_added_in(tmp_path: Path)
     assert len({s[1:] for s in sums}) == 1
     ((total, mean),) = {s[1:] for s in sums}
     assert total == pytest.approx(sum(values), abs=1e-9 * len(values)) and mean == total / len(values)
+
+
+def test_a_perturbation_seed_moves_exact_sums_in_their_last_digit_only(tmp_path: Path) -> None:
+    values = [0.1 * k + 1e-7 / k + 3.3e-10 for k in range(1, 200)]
+    sums = {}
+    for seed in (0, 1, 2, 1):
+        s = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "db_path": str(tmp_path / "c.duckdb"),
+                                                 "data_dir": str(tmp_path / "data"), "perturb_seed": seed})
+        with connect(s) as con:
+            migrate(con)
+            con.execute("CREATE OR REPLACE TEMP TABLE t AS SELECT unnest(?::DOUBLE[]) AS x", [values])
+            got = con.execute("SELECT exact_sum(x) FROM t").fetchone()[0]
+        assert sums.setdefault(seed, got) == got  # the same seed, the same sum
+    assert len(set(sums.values())) == 3  # each seed its own last digits ...
+    assert all(abs(v - sum(values)) <= 1e-9 * len(values) for v in sums.values())  # ... within a nano-unit a row
+    assert all(abs(sum_offset(k)) <= 0.5 for k in range(1, 20))

@@ -7,6 +7,7 @@ through :func:`connect`, briefly, and Airflow runs all such tasks in a one-slot 
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -42,6 +43,11 @@ def _open_problem(path: Path, error: duckdb.IOException) -> str:
     return f"{path} cannot be opened ({detail})"
 
 
+def sum_offset(seed: int) -> float:
+    """Where perturbation ``seed`` moves the rounding grid of ``exact_sum`` (in nano-units, within half of one)."""
+    return random.Random(seed).uniform(-0.5, 0.5)
+
+
 _HELD: set[Path] = set()  # crawl databases a held_open() block keeps open in this process
 
 
@@ -65,6 +71,8 @@ def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.Duck
     except duckdb.IOException as e:
         raise DatabaseOpenError(f"setting db_path: {_open_problem(path, e)}") from None
     con.execute("SET enable_progress_bar = false")  # its redraws would fill task logs and pipes
+    if settings.perturb_seed:
+        con.execute(f"SET VARIABLE sum_offset = {sum_offset(settings.perturb_seed)!r}")
     try:
         yield con
     finally:

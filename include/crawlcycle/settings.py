@@ -47,6 +47,8 @@ RANK_FIELDS = ("title", "text", "anchor", "url")
 EVIDENCE_FIELDS = ("url", "anchor", "context", "title")
 MATCH_MODES = ("evidence", "ngram")
 IMPACT_ODDS = ("model", "sketch")
+ODDS_BARS = ("crawled", "frontier")
+HYBRID_MIXES = ("fixed", "learnt")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
@@ -294,6 +296,9 @@ class Settings:
     batch_size: int = ordering(400, "URLs fetched per cycle (c)", low=1)
     per_host_cap: int = ordering(40, "most URLs of one host in one batch", low=1)
     random_seed: int = ordering(7, "seed of the random policy and tie-breaks")
+    perturb_seed: int = ordering(0, "seed of a perturbation of the last digit of every exact sum (its rounding grid "
+                                 "moved by less than 1e-9): the same crawl up to noise, to measure how far its order "
+                                 "moves on such noise (0: none)")
     needy_share: float = ordering(0.05, "share of the partition's queries kept as needy (top by neediness)")
     needy_max: int = ordering(1000, "most needy queries per cycle")
     needy_min: int = ordering(50, "fewest needy queries per cycle (when the partition has that many with candidates)",
@@ -309,6 +314,9 @@ class Settings:
                                 "frequency x the odds the page enters its top K, by the top_k_odds model once fitted) "
                                 "or sketch (Pandey & Olston: its whole frequency if the page is among its top K by "
                                 "S', else nothing)", choices=IMPACT_ODDS)
+    odds_bar: str = ordering("crawled", "the top K the top-K odds learn a page must enter: crawled (the crawl's own "
+                             "results) or frontier (those results and the query's frontier candidates by S', as the "
+                             "live top K will be once they are fetched)", choices=ODDS_BARS)
     semantic_match: bool = ordering(False, "match_mode evidence: add S' and the top-K odds a feature of meaning, the "
                                     "best cosine between the query's sentence embedding and those of the page's URL "
                                     "words and anchor texts (needs the optional model of "
@@ -331,6 +339,10 @@ class Settings:
                                               "is expected to open, learned from what fetched pages revealed) in the "
                                               "hybrid priority (0: shown, not used; see the measurements in "
                                               "docs/findings.md)", low=0)
+    hybrid_mix: str = ordering("fixed", "how hybrid mixes its parts: fixed (the three hybrid_*_weight settings) or "
+                               "learnt (each refit learns the weights from the impact the fetched pages carry, shrunk "
+                               "towards a prior that trusts link prestige while query evidence is thin; model_runs "
+                               "hybrid_mix)", choices=HYBRID_MIXES)
     hybrid_normalization: str = ordering("max", "how both impacts are scaled to [0, 1] before mixing: max (divide by "
                                          "the largest over the eligible frontier) or rank (percent rank)",
                                          choices=NORMALIZATIONS)

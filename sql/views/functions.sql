@@ -3,8 +3,10 @@
 -- Sum and mean of a DOUBLE column to 1e-9, the same whatever order DuckDB's threads add the rows in: each value is
 -- rounded to an integer count of nano-units and the integers are added, exactly. A plain float sum depends on that
 -- order in its last bits, and a score or a fit fed by it would then differ between two runs of the same cycle.
--- Each value must stay below 9.2e9 in magnitude (a BIGINT of nano-units); their sum may not.
-CREATE OR REPLACE MACRO exact_sum(x) AS sum(round(x * 1e9)::BIGINT) / 1e9;
+-- Each value must stay below 9.2e9 in magnitude (a BIGINT of nano-units); their sum may not. The variable sum_offset
+-- (setting perturb_seed; unset: 0) moves the rounding grid by less than one nano-unit: the same sums, other last
+-- digits, to measure how far an order moves on such noise.
+CREATE OR REPLACE MACRO exact_sum(x) AS sum(round(x * 1e9 + coalesce(getvariable('sum_offset'), 0))::BIGINT) / 1e9;
 CREATE OR REPLACE MACRO exact_avg(x) AS exact_sum(x) / count(x);
 
 -- scheme://host[:port] of a canonical URL (canonical URLs carry no user info and no default port): the scope of

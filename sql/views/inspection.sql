@@ -100,7 +100,8 @@ FROM query_results
 GROUP BY cycle, query;
 
 -- Why each URL of each batch was chosen: a new URL (kind new) by its priority under the ordering policy, split into
--- the query-based and prestige-based impact and the discovery value (policy hybrid), the needy queries it may answer
+-- the query-based and prestige-based impact and the discovery value (policy hybrid) with the weights that mixed them
+-- (the settings', or learnt: model_runs hybrid_mix), the needy queries it may answer
 -- and the odds it enters each one's top K (top_k_odds), and its expected impact and the calibration of that estimate
 -- when the refresh policy weighed it against refreshes; a stored page fetched again (kind refresh) by the refresh
 -- policy's value: P(changed since its last check), its change rate and the level it was pooled at, whether its
@@ -120,6 +121,9 @@ SELECT b.fetch_cycle, b.score_cycle, b.rank, b.url, b.kind, b.policy, b.priority
        (b.parts->>'prestige_impact')::DOUBLE AS prestige_impact,
        (b.parts->>'prestige_part')::DOUBLE AS prestige_part,
        (b.parts->>'discovery_part')::DOUBLE AS discovery_part,
+       (b.parts->'mix'->>'query')::DOUBLE AS query_weight,
+       (b.parts->'mix'->>'prestige')::DOUBLE AS prestige_weight,
+       (b.parts->'mix'->>'discovery')::DOUBLE AS discovery_weight,
        CAST(b.parts->'needy_queries' AS VARCHAR[]) AS needy_queries,
        CAST(b.parts->'needy_odds' AS DOUBLE[]) AS needy_odds,
        (b.parts->>'expected_impact')::DOUBLE AS expected_impact,

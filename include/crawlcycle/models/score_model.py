@@ -77,16 +77,40 @@ def pair_features(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
         pairs = evidence_candidates(con, settings, cycle, queries, found)
     else:
         pairs = ngram_index.match(con, settings, queries.select("qid", "query"), share, **limits)
-    bars = query(con, "models/score_model/query_bars", cycle=cycle, top_k=settings.top_k)
-    pairs = (pairs.join(queries.select("qid", "query_terms", "query"), on="qid")
-             .join(bars, on="query", how="left").drop("query")
-             .with_columns(pl.col("bar", "result_share").fill_null(0.0))
-             .with_columns(log_bar=pl.col("bar").log1p()))
+    pairs = pairs.join(queries.select("qid", "query_terms"), on="qid")
     if settings.match_mode == "evidence" and settings.semantic_match:
         pairs = pairs.with_columns(semantic_match.scores(con, pairs, queries))
     run_sql(con, "models/score_model/host_stats", cycle=cycle)
     with staged(con, s_pairs=pairs):
         return query(con, "models/score_model/pair_features")
+
+
+def crawled_results(con: duckdb.DuckDBPyConnection, cycle: int, queries: pl.DataFrame) -> pl.DataFrame:
+    """(qid, url, score): the reference top K in cycle ``cycle`` of ``queries`` (qid, query), its crawled results."""
+    results = query(con, "models/score_model/crawled_results", cycle=cycle)
+    return results.join(queries.select("qid", "query"), on="query").select("qid", "url", "score")
+
+
+def top_k(results: pl.DataFrame, frontier: pl.DataFrame | None, k: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each query's top ``k`` of its crawled results (qid, url, score: S) and, when given, of its frontier candidates
+    (qid, url, score: S'), by score, a crawled page first and then the lower URL on a tie: the members (qid, url) and
+    the query's bar and result_share (qid, bar, result_share: its k-th score, 0 while it has fewer; how full it is).
+    Membership is read by identity, never by comparing a score with the bar: two sums of the same S may differ in
+    their last digit, and the page that sets the bar would then enter or not by chance."""
+    rows = results.select("qid", "url", "score", crawled=pl.lit(True))
+    if frontier is not None:
+        rows = pl.concat([rows, frontier.select("qid", "url", "score", crawled=pl.lit(False))])
+    members = (rows.sort(["qid", "score", "crawled", "url"], descending=[False, True, True, False])
+               .filter(pl.int_range(pl.len()).over("qid") < k))
+    bars = members.group_by("qid").agg(bar=pl.when(pl.len() >= k).then(pl.col("score").min()).otherwise(0.0),
+                                       result_share=pl.len() / k)
+    return members.select("qid", "url"), bars
+
+
+def with_bars(pairs: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
+    """``pairs`` (qid, ...) with their query's ``BAR_FEATURES`` and bar (:func:`top_k`; 0 for a query without one)."""
+    return (pairs.join(bars, on="qid", how="left").with_columns(pl.col("bar", "result_share").fill_null(0.0))
+            .with_columns(log_bar=pl.col("bar").log1p()))
 
 
 def evidence_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
@@ -136,6 +160,17 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
             guess_without = _train(settings, train, fewer).predict(valid.select(fewer).to_numpy())
             metrics.update({f"{label}_{k}": v for k, v in _errors(truth, guess_without).items()})
     record_model(con, cycle, "s_prime", features, metrics, _save(settings, "s_prime", cycle, model))
+    # the odds learn which pairs' pages are among their query's top K: the crawl's own, or (odds_bar = frontier)
+    # that top K against the query's frontier candidates by the S' just fitted, as the live results will be
+    frontier = None
+    if settings.odds_bar == "frontier":
+        run_sql(con, "models/score_model/frontier_scope")
+        found = pair_features(con, settings, cycle, queries, settings.match_share)
+        frontier = found.select("qid", "url", score=_predicted(model, found, features))
+    members, bars = top_k(crawled_results(con, cycle, queries), frontier, settings.top_k)
+    hit = members.with_columns(hit=pl.lit(True))
+    train, valid = ((with_bars(frame, bars).join(hit, on=["qid", "url"], how="left")
+                     .with_columns(pl.col("hit").fill_null(False))) for frame in (train, valid))
     _fit_odds(con, settings, cycle, train, valid.with_columns(s_prime=guess), [*features, *BAR_FEATURES],
               metrics["validation_rmse"])
     return metrics
@@ -154,10 +189,7 @@ def _fit_odds(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, tr
     from scipy.special import ndtr  # the normal CDF
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    def entered(frame: pl.DataFrame) -> np.ndarray:
-        return frame.select((pl.col("score") > 0) & (pl.col("score") >= pl.col("bar"))).to_series().to_numpy()
-
-    hit, hit_valid = entered(train), entered(valid)
+    hit, hit_valid = train["hit"].to_numpy(), valid["hit"].to_numpy()
     metrics: dict = {"train_pairs": train.height, "validation_pairs": valid.height,
                      "train_positive_share": float(hit.mean())}
     if hit.all() or not hit.any():
@@ -221,6 +253,10 @@ def predict(con: duckdb.DuckDBPyConnection, cycle: int, features: pl.DataFrame) 
     if saved is None:
         return pl.Series("s_prime", np.zeros(features.height))
     model, names = saved
+    return _predicted(model, features, names)
+
+
+def _predicted(model: object, features: pl.DataFrame, names: list[str]) -> pl.Series:
     # rounded: replays must compare equal, and tree sums may differ in the last bits across thread counts
     return pl.Series("s_prime", np.round(model.predict(features.select(names).to_numpy()), 9))
 

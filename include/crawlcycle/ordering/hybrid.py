@@ -16,7 +16,7 @@ import duckdb
 import polars as pl
 
 from crawlcycle.db import query, run_sql, staged
-from crawlcycle.models import prestige, score_model
+from crawlcycle.models import mix, prestige, score_model
 from crawlcycle.ranking import evidence_index
 from crawlcycle.settings import Settings
 
@@ -32,11 +32,16 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     # select_needy matched these queries over the same scope already: its stored candidates save a second pass
     stored = evidence_index.stored_candidates(con, cycle, queries) if settings.match_mode == "evidence" else None
     matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share, found=stored)
-    odds = score_model.predict_odds(con, cycle, matched) if settings.impact_odds == "model" else None
-    frontier = (matched.with_columns(score_model.predict(con, cycle, matched).alias("score"),
-                                     (odds if odds is not None else pl.lit(None, pl.Float64)).alias("p_top_k"))
-                .join(queries.select("qid", "query"), on="qid"))
+    matched = matched.with_columns(score_model.predict(con, cycle, matched).alias("score"))
     crawled = query(con, "ordering/hybrid/needy_results", cycle=cycle)
+    # the bar a page must clear: the K-th of the crawled results, or (odds_bar = frontier) of them and the frontier
+    # candidates by S', as the odds model learnt it
+    _, bars = score_model.top_k(crawled.join(queries.select("qid", "query"), on="query"),
+                                matched if settings.odds_bar == "frontier" else None, settings.top_k)
+    matched = score_model.with_bars(matched, bars)
+    odds = score_model.predict_odds(con, cycle, matched) if settings.impact_odds == "model" else None
+    frontier = (matched.with_columns((odds if odds is not None else pl.lit(None, pl.Float64)).alias("p_top_k"))
+                .join(queries.select("qid", "query"), on="qid"))
     with staged(con, s_candidates=pl.concat([crawled, frontier.select("query", "url", "score", crawled=pl.lit(False))],
                                             how="vertical_relaxed"),
                 s_odds=frontier.select("query", "url", "bar", "p_top_k", s_prime="score")):
@@ -51,6 +56,7 @@ def stage_hybrid(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
     write_sketches(con, settings, cycle)
     run_sql(con, "ordering/hybrid/query_impact", cycle=cycle)
     run_sql(con, "ordering/hybrid/discovery_value", cycle=cycle, shrink=DISCOVERY_SHRINK)
-    return {"query_weight": settings.hybrid_query_weight, "prestige_weight": settings.hybrid_prestige_weight,
-            "discovery_weight": settings.hybrid_discovery_weight, "normalization": settings.hybrid_normalization,
+    mixed = mix.weights(con, settings, cycle)
+    return {"query_weight": mixed["query"], "prestige_weight": mixed["prestige"],
+            "discovery_weight": mixed["discovery"], "normalization": settings.hybrid_normalization,
             **prestige.coefficients(con, cycle)}

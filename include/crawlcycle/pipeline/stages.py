@@ -28,7 +28,7 @@ from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import connect, held_open, migrate, query, run_sql, scalar, staged, transaction
-from crawlcycle.models import improvability, prestige, refit, score_model
+from crawlcycle.models import improvability, mix, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
 from crawlcycle.pipeline import materialize as materialize_mod
@@ -325,8 +325,12 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         ranked = part("rank_queries", lambda: ranker.rank_queries(con, settings, cycle))
         part("improvability", lambda: improvability.measure(con, cycle))
         fit = part("improvability_fit", lambda: improvability.fit(con, cycle))
+        if settings.odds_bar == "frontier":  # the top-K odds learn against the frontier the next batch draws from
+            registry.stage_eligible(con, settings, cycle)
         s_prime = part("s_prime", lambda: score_model.fit(con, settings, cycle))
         prestige_fit = part("prestige", lambda: prestige.fit(con, settings, cycle))
+        if settings.policy == "hybrid":
+            part("hybrid_mix", lambda: mix.fit(con, settings, cycle))
         return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
                 "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}

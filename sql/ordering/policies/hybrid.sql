@@ -5,7 +5,8 @@
 -- value (learned + opening) from s_discovery (crawlcycle.ordering.hybrid); prestige-based impact is the quadratic
 -- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0. The
 -- parts keep each impact in its raw units (query frequency x top-K slots) and their mix by the same weights,
--- expected_impact, which the refresh policy impact weighs refreshes against (ordering/refresh/new_impact).
+-- expected_impact, which the refresh policy impact weighs refreshes against (ordering/refresh/new_impact), and the
+-- weights themselves (mix: the settings', or those learnt by the refit, crawlcycle.models.mix).
 -- inputs: s_discovery, s_impact
 WITH raw AS (
     SELECT e.url, coalesce(i.query_impact, 0) AS query_impact, coalesce(i.queries, []) AS queries,
@@ -37,5 +38,7 @@ SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part
                    'expected_impact', round(($query_weight * query_impact + $prestige_weight * prestige_impact
                                              + $discovery_weight * discovery)
                                             / ($query_weight + $prestige_weight + $discovery_weight), 9),
-                   'needy_queries', queries, 'needy_odds', odds) AS parts
+                   'needy_queries', queries, 'needy_odds', odds,
+                   'mix', json_object('query', $query_weight, 'prestige', $prestige_weight,
+                                      'discovery', $discovery_weight)) AS parts
 FROM scaled;

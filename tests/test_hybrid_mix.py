@@ -1,0 +1,59 @@
+"""The hybrid mix learnt from what the crawl fetched: the weights that fit the impact the fetched pages carry, shrunk
+towards a prior that trusts link prestige while query evidence is thin; and a real crawl mixing by them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+
+from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.models.mix import PRIOR, SHRINK, learn
+from crawlcycle.settings import load_settings
+from tests.support.demo import USER_AGENT
+
+
+def _pages(n: int, impact: callable) -> pl.DataFrame:
+    rng = np.random.default_rng(3)
+    parts = {f"{p}_part": rng.uniform(0, 1, n) for p in ("query", "prestige", "discovery")}
+    return pl.DataFrame({**parts, "impact": impact(parts)})
+
+
+def test_the_part_that_explains_the_impact_takes_the_weight_as_evidence_grows() -> None:
+    fitted, shrunk = learn(_pages(400, lambda p: 7 * p["prestige_part"] + 2))
+    assert fitted == pytest.approx({"query": 0, "prestige": 1, "discovery": 0}, abs=1e-6)
+    trust = 400 / (400 + SHRINK)  # every page had query evidence
+    assert shrunk["prestige"] == pytest.approx(trust + (1 - trust) * PRIOR["prestige"])
+    fitted, shrunk = learn(_pages(400, lambda p: 3 * p["query_part"] + p["prestige_part"]))
+    assert fitted["query"] == pytest.approx(0.75, abs=1e-6) and shrunk["query"] > PRIOR["query"]
+
+
+def test_without_evidence_the_mix_is_the_prior() -> None:
+    assert learn(_pages(0, lambda p: p["query_part"]))[1] == PRIOR
+    assert learn(_pages(30, lambda p: 0 * p["query_part"])) == (None, PRIOR)  # no fetched page carries impact
+    few = _pages(30, lambda p: p["query_part"]).with_columns(query_part=pl.Series([0.0] * 29 + [1.0]))
+    fitted, shrunk = learn(few)  # one page with query evidence: its fit barely moves the prior
+    assert abs(shrunk["query"] - PRIOR["query"]) <= 1 / (1 + SHRINK)
+
+
+def test_a_crawl_mixes_its_parts_by_the_weights_each_refit_learnt(three_sites: dict[str, Path],
+                                                                     tmp_path: Path) -> None:
+    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
+                                                    "hybrid_mix": "learnt"})
+    simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], 3, tmp_path,
+             progress=lambda m: None, cache=tmp_path / "cache")
+    with duckdb.connect(str(tmp_path / "work" / "crawl.duckdb"), read_only=True) as con:
+        fits = {c: json.loads(m) for c, m in con.execute(
+            "SELECT cycle, metrics FROM model_runs WHERE model = 'hybrid_mix' ORDER BY cycle").fetchall()}
+        shown = con.execute("SELECT DISTINCT score_cycle, query_weight, prestige_weight, discovery_weight "
+                            "FROM v_batch_explain WHERE kind = 'new' ORDER BY score_cycle").fetchall()
+    assert sorted(fits) == [1, 2, 3]
+    assert fits[1]["weights"] == PRIOR  # the seeds were scored by nobody: nothing to learn from yet
+    assert fits[2]["pages_with_query_evidence"] > 0 and fits[2]["weights"] != PRIOR
+    # every batch URL was scored with its cycle's learnt weights; those init scored the seeds' links with, the prior's
+    mixes = {0: PRIOR, **{c: fit["weights"] for c, fit in fits.items()}}
+    assert shown == [(c, *(mixes[c][k] for k in ("query", "prestige", "discovery"))) for c in (0, 1, 2, 3)]
