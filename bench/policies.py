@@ -46,12 +46,14 @@ import math
 import re
 import shutil
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import compare
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
@@ -234,6 +236,39 @@ def lab_speed(runs: Runs) -> tuple[float, float]:
     return sum(runs.walls) - sum(truth), pages / max(truth) if max(truth) > 0 else math.nan
 
 
+def run_inputs(work: Path, snap: Snapshot, pages: dict[str, list[str]], r: int) -> tuple[Path, Path]:
+    """The seeds and the workload of run ``r`` of a snapshot, written into ``work``: (seeds, queries)."""
+    work.mkdir(parents=True, exist_ok=True)
+    seeds = work / "seeds.txt"
+    seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(pages, r, snap.home)))
+    return seeds, write_workload(work / "queries.tsv", snap.workload(r))
+
+
+def compare_revision(args: argparse.Namespace, revision: tuple[str, Path], snapshots: dict[str, Snapshot],
+                     policies: list[str] | None, overrides: dict[str, Any]) -> None:
+    """``--compare REV``: the policies (default hybrid and the strongest rivals of each snapshot's committed results)
+    at REV (``revision``: its commit and crawlcycle command) and in this tree on the same runs; prints each one's % of
+    ideal per run and the changes."""
+    sha, before = revision
+    here = Path(sys.executable).parent / "crawlcycle"
+    lines = []
+    for name, snap in snapshots.items():
+        chosen = policies or ["hybrid", *compare.strongest_rivals(RESULTS / name)]
+        pages = policy_lab.html_pages(snap.warc)
+        figures: dict[str, list[dict]] = {"before": [], "after": []}
+        for r in range(args.runs):
+            work = args.work / "compare" / name / f"run-{r}"
+            seeds, queries = run_inputs(work, snap, pages, r)
+            for side, command in (("before", before), ("after", here)):
+                print(f"compare {name} run {r}: {', '.join(chosen)} at {sha[:12] if side == 'before' else 'this tree'}",
+                      flush=True)
+                summaries = compare.simulate(command, work / side, snap.warc, queries, seeds, chosen,
+                                             args.cycles or snap.cycles, snap.batch, USER_AGENT, overrides, args.jobs)
+                figures[side].append(compare.figures(summaries))
+        lines += compare.report(name, sha[:12], figures["before"], figures["after"])
+    print("\n".join(lines))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pages", type=int, default=20_000, help="pages of the generated snapshot")
@@ -243,14 +278,17 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=1, help="policies simulated in parallel")
     ap.add_argument("--work", type=Path, default=ROOT / "data" / "bench-policies")
     ap.add_argument("--only", choices=["dev-docs", "py-web-docs", "sci-docs", "generated"], help="run one snapshot")
-    ap.add_argument("--policies", default=",".join(POLICIES),
-                    help="comma-separated policies to run (default: all): " + ", ".join(POLICIES))
+    ap.add_argument("--policies", help="comma-separated policies to run (default: all; with --compare: hybrid and "
+                                        "the two strongest rivals of the committed results): " + ", ".join(POLICIES))
+    ap.add_argument("--compare", metavar="REV",
+                    help="run the policies at git revision REV and in this tree on the same runs and print the "
+                         "differences (bench/compare.py); bench/results is left as it is")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                     help="override a setting for every snapshot (repeatable), e.g. --set duckdb_threads=1")
     args = ap.parse_args()
     if args.runs < 1 or args.jobs < 1 or (args.cycles is not None and args.cycles < 1):
         ap.error("--runs, --jobs and --cycles must be at least 1")
-    chosen = [p.strip() for p in args.policies.split(",") if p.strip()]
+    chosen = [p.strip() for p in (args.policies or ",".join(POLICIES)).split(",") if p.strip()]
     if unknown := sorted(set(chosen) - set(POLICIES)):
         ap.error(f"--policies: unknown policy {', '.join(unknown)}; choose from {', '.join(POLICIES)}")
     if not chosen:
@@ -266,6 +304,10 @@ def main() -> None:
         load_settings(environ={}, overrides={"user_agent": USER_AGENT, **overrides})
     except SettingsError as e:
         ap.error(f"--set: {e}")
+    try:  # the revision first: a wrong one fails before any snapshot is read
+        revision = compare.revision(args.compare, args.work) if args.compare else None
+    except compare.CompareError as e:
+        raise SystemExit(f"--compare: {e}") from None
     snapshots: dict[str, Snapshot] = {}
     if args.only in (None, "dev-docs"):
         warc = SHARED / "corpus" / "dev-docs.warc.gz"
@@ -297,6 +339,12 @@ def main() -> None:
         snapshots["generated"] = Snapshot(
             web.warc, "/", batch=max(100, args.pages // 30), cycles=5,
             workload=lambda r: log if r == 0 else policy_lab.shuffled_frequencies(log, policy_lab.WORKLOAD_SEED + r))
+    if args.compare:
+        try:
+            compare_revision(args, revision, snapshots, policies if args.policies else None, overrides)
+        except compare.CompareError as e:
+            raise SystemExit(f"--compare: {e}") from None
+        return
     results = {}
     for name, snap in snapshots.items():
         shutil.rmtree(RESULTS / name, ignore_errors=True)
@@ -305,10 +353,7 @@ def main() -> None:
         results[name] = Runs()
         for r in range(args.runs):
             work = args.work / name / f"run-{r}"
-            work.mkdir(parents=True, exist_ok=True)
-            seeds = work / "seeds.txt"
-            seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(pages, r, snap.home)))
-            queries = write_workload(work / "queries.tsv", snap.workload(r))
+            seeds, queries = run_inputs(work, snap, pages, r)
             run(name, r, snap.warc, queries, seeds, snap.batch, args.cycles or snap.cycles, work, args.jobs,
                 results[name], policies, overrides)
     for name, runs in results.items():
