@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_compare_against_head_runs_both_sides_on_the_same_runs_and_finds_no_change(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "bench/policies.py", "--only", "generated", "--pages", "300", "--runs", "1",
-                           "--cycles", "1", "--policies", "hybrid,bfs", "--compare", "HEAD", "--work", str(tmp_path)],
+    done = subprocess.run([sys.executable, "bench/policies.py", "--only", "generated", "--pages", "480", "--runs", "1",
+                           "--cycles", "2", "--policies", "hybrid,bfs", "--compare", "HEAD", "--work", str(tmp_path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
