@@ -23,6 +23,12 @@ judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`cra
 ``--set KEY=VALUE`` (repeatable) overrides a setting for every snapshot, after the snapshot's own batch size;
 ``--cycles N`` runs N cycles instead of each snapshot's own (a short check, not the benchmark).
 
+``--compare REV`` is the regression check of a change that can touch the order (sums, scores, models, batch
+assembly, parsing, the lab): hybrid and the two strongest rivals of each snapshot's committed results (or
+``--policies``) at git revision REV and in this tree, on the same runs, each side with its own code and its own
+ground truth; it prints each policy's % of ideal per run and judge at 5 % and 10 %, before → after (change), and
+whether hybrid moved by more than a point in any run (``bench/compare.py``). bench/results is left as it is.
+
 Every run also runs the reference ordering ``oracle`` once per judge (``oracle`` by the reference ranker's true
 impact, ``oracle_bm25s`` by the independent judge's; ``simulator.ORACLES``): shown in every table and plot as a
 reference, never a rival. Each policy is measured against the best other policy of the same run (the ratio of their %

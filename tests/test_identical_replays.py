@@ -63,9 +63,9 @@ def test_exact_sums_do_not_depend_on_the_order_rows_are_added_in(tmp_path: Path)
     assert total == pytest.approx(sum(values), abs=1e-9 * len(values)) and mean == total / len(values)
 
 
-def test_a_perturbation_seed_moves_exact_sums_in_their_last_digit_only(tmp_path: Path) -> None:
+def test_a_perturbation_seed_moves_exact_sums_and_breaks_ties_another_way(tmp_path: Path) -> None:
     values = [0.1 * k + 1e-7 / k + 3.3e-10 for k in range(1, 200)]
-    sums = {}
+    sums, noise = {}, {}
     for seed in (0, 1, 2, 1):
         s = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "db_path": str(tmp_path / "c.duckdb"),
                                                  "data_dir": str(tmp_path / "data"), "perturb_seed": seed})
@@ -73,7 +73,13 @@ def test_a_perturbation_seed_moves_exact_sums_in_their_last_digit_only(tmp_path:
             migrate(con)
             con.execute("CREATE OR REPLACE TEMP TABLE t AS SELECT unnest(?::DOUBLE[]) AS x", [values])
             got = con.execute("SELECT exact_sum(x) FROM t").fetchone()[0]
-        assert sums.setdefault(seed, got) == got  # the same seed, the same sum
+            drawn = [v for (v,) in con.execute("SELECT perturbation('http://a.test/' || i) FROM range(50) r(i) "
+                                               "ORDER BY i").fetchall()]
+        assert sums.setdefault(seed, got) == got and noise.setdefault(seed, drawn) == drawn  # the same seed, the same
     assert len(set(sums.values())) == 3  # each seed its own last digits ...
     assert all(abs(v - sum(values)) <= 1e-9 * len(values) for v in sums.values())  # ... within a nano-unit a row
+    assert set(noise[0]) == {0.0} and noise[1] != noise[2]  # no noise without a seed; each seed its own
+    assert all(-0.5 <= v < 0.5 for v in noise[1] + noise[2]) and len(set(noise[1])) == 50
+    # URLs of one priority: the seed, not their spelling, decides which goes first, and another seed another way
+    assert any((noise[1][k] < noise[1][k + 1]) != (noise[2][k] < noise[2][k + 1]) for k in range(49))
     assert all(abs(sum_offset(k)) <= 0.5 for k in range(1, 20))

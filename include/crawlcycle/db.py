@@ -71,8 +71,9 @@ def connect(settings: Settings, read_only: bool = False) -> Iterator[duckdb.Duck
     except duckdb.IOException as e:
         raise DatabaseOpenError(f"setting db_path: {_open_problem(path, e)}") from None
     con.execute("SET enable_progress_bar = false")  # its redraws would fill task logs and pipes
-    if settings.perturb_seed:
+    if settings.perturb_seed:  # the macros exact_sum and perturbation read them (sql/views/functions.sql)
         con.execute(f"SET VARIABLE sum_offset = {sum_offset(settings.perturb_seed)!r}")
+        con.execute(f"SET VARIABLE perturb_seed = {int(settings.perturb_seed)}")
     try:
         yield con
     finally:

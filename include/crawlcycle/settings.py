@@ -296,9 +296,10 @@ class Settings:
     batch_size: int = ordering(400, "URLs fetched per cycle (c)", low=1)
     per_host_cap: int = ordering(40, "most URLs of one host in one batch", low=1)
     random_seed: int = ordering(7, "seed of the random policy and tie-breaks")
-    perturb_seed: int = ordering(0, "seed of a perturbation of the last digit of every exact sum (its rounding grid "
-                                 "moved by less than 1e-9): the same crawl up to noise, to measure how far its order "
-                                 "moves on such noise (0: none)")
+    perturb_seed: int = ordering(0, "seed of noise in the last digits: every exact sum's rounding grid moved by less "
+                                 "than 1e-9, hybrid's priorities and the queries' neediness by 1e-9 of themselves, so "
+                                 "that ties fall another way; the same crawl up to noise, to measure how much of its "
+                                 "figure is luck (0: none)")
     needy_share: float = ordering(0.05, "share of the partition's queries kept as needy (top by neediness)")
     needy_max: int = ordering(1000, "most needy queries per cycle")
     needy_min: int = ordering(50, "fewest needy queries per cycle (when the partition has that many with candidates)",

@@ -9,6 +9,14 @@
 CREATE OR REPLACE MACRO exact_sum(x) AS sum(round(x * 1e9 + coalesce(getvariable('sum_offset'), 0))::BIGINT) / 1e9;
 CREATE OR REPLACE MACRO exact_avg(x) AS exact_sum(x) / count(x);
 
+-- A value's share of noise under setting perturb_seed (the variable perturb_seed; unset or 0: none): a number in
+-- [-0.5, 0.5) drawn from the key and the seed. Hybrid's priorities and the queries' neediness are moved by 1e-9 of
+-- themselves times it, so that the ties their order breaks by URL or query fall another way and values a last digit
+-- apart may swap: how much of a crawl's figure is such luck.
+CREATE OR REPLACE MACRO perturbation(key) AS
+    CASE WHEN coalesce(getvariable('perturb_seed'), 0) = 0 THEN 0.0
+         ELSE hash(key, getvariable('perturb_seed')) / 18446744073709551616.0 - 0.5 END;
+
 -- scheme://host[:port] of a canonical URL (canonical URLs carry no user info and no default port): the scope of
 -- one robots.txt and the unit of reachability (crawlcycle.fetch.robots.origin_of in Python).
 CREATE OR REPLACE MACRO url_origin(url) AS regexp_extract(url, '^[a-z][a-z0-9+.-]*://[^/?#]+');

@@ -60,7 +60,8 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                      else pl.lit(settings.improvability_prior))
     ranked = (queries.with_columns(improvability=improvability.cast(pl.Float64))
               .with_columns(neediness=pl.col("frequency") * pl.col("improvability"))
-              .sort(["neediness", "query"], descending=[True, False]))
+              .sort(pl.col("neediness") * (1 + 1e-9 * pl.col("noise")), "query", descending=[True, False])
+              .drop("noise"))
     found = pl.DataFrame(schema={"query": pl.String})
     if settings.policy == "hybrid":
         needy, found = _servable(con, settings, cycle, ranked, keep)

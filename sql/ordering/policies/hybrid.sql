@@ -28,8 +28,8 @@ WITH raw AS (
                 ELSE coalesce(discovery / nullif(max(discovery) OVER (), 0), 0) END AS discovery_part
     FROM raw
 )
-SELECT url, round($query_weight * query_part + $prestige_weight * prestige_part
-                  + $discovery_weight * discovery_part, 12) AS priority,
+SELECT url, round(($query_weight * query_part + $prestige_weight * prestige_part + $discovery_weight * discovery_part)
+                  * (1 + 1e-9 * perturbation(url)), 12) AS priority,
        json_object('query_impact', query_impact, 'query_priority', round($query_weight * query_part, 12),
                    'prestige_impact', round(prestige_impact, 9),
                    'query_part', round(query_part, 9), 'prestige_part', round(prestige_part, 9),
