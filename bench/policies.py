@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import html
+import json
 import math
 import re
 import shutil
@@ -74,6 +75,7 @@ SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "bench" / "results"
 USER_AGENT = "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)"
 SPEED_GOAL_SECONDS = 600
+REAL = ("dev-docs", "py-web-docs", "sci-docs")  # the real snapshots, pooled in bench/results/standing.md
 TITLE = re.compile(rb"<title(?:\s[^>]*)?>(.*?)</title\s*>", re.S | re.I)
 
 
@@ -242,6 +244,29 @@ def lab_speed(runs: Runs) -> tuple[float, float]:
     return sum(runs.walls) - sum(truth), pages / max(truth) if max(truth) > 0 else math.nan
 
 
+def committed_runs(name: str) -> list[dict[str, dict]]:
+    """The runs of a snapshot as bench/results keeps them: per run, policy -> summary."""
+    files = sorted((RESULTS / name).glob("*/run-*.json"))
+    runs: dict[str, dict[str, dict]] = {}
+    for f in files:
+        runs.setdefault(f.stem, {})[f.parent.name] = json.loads(f.read_text())
+    return [runs[r] for r in sorted(runs)]
+
+
+def standing() -> list[str]:
+    """Hybrid against the strongest rival held fixed over every run of the real snapshots in bench/results
+    (``policy_lab.held_fixed``), written to ``bench/results/standing.md``; no lines while one snapshot lacks runs."""
+    runs = [run for name in REAL for run in committed_runs(name)]
+    if not all(committed_runs(name) for name in REAL) or not (rows := policy_lab.held_fixed(runs)):
+        return []
+    lines = [f"### Hybrid against the strongest rival held fixed, {len(runs)} runs of {', '.join(REAL)}", "",
+             "% of ideal, mean over every run of the three snapshots; the rival is the one policy with the highest "
+             "mean; the lowest ratio is that of the run where hybrid fares worst against it; headroom is taken on "
+             "the means.", "", *rows, ""]
+    (RESULTS / "standing.md").write_text("\n".join(lines))
+    return lines
+
+
 def run_inputs(work: Path, snap: Snapshot, pages: dict[str, list[str]], r: int) -> tuple[Path, Path]:
     """The seeds and the workload of run ``r`` of a snapshot, written into ``work``: (seeds, queries)."""
     work.mkdir(parents=True, exist_ok=True)
@@ -385,6 +410,8 @@ def main() -> None:
         (RESULTS / name / "findings.md").write_text(text)
         print("\n".join(report(name, runs)))
         print(text)
+    if lines := standing():
+        print("\n".join(lines))
     if "dev-docs" in results:
         lab_seconds, truth_rate = lab_speed(results["dev-docs"])
         print(f"policy_lab_seconds={lab_seconds:.1f}")

@@ -15,6 +15,7 @@ from crawlcycle.evaluation.policy_lab import (
     aggregate,
     findings,
     headroom_table,
+    held_fixed,
     html_pages,
     late_gain,
     paired,
@@ -209,3 +210,21 @@ def test_late_gain_is_the_share_found_in_the_second_half_by_each_judge() -> None
     curve = pl.DataFrame({"policy": [0.1, 0.2, 0.3, 0.5, 0.9], "policy_bm25s": [0.0, 0.1, 0.4, 0.4, 0.5]})
     assert late_gain(curve) == pytest.approx(0.6)
     assert late_gain(curve, "bm25s") == pytest.approx(0.1)
+
+
+def test_held_fixed_measures_hybrid_against_the_one_rival_with_the_best_mean_over_all_runs() -> None:
+    # two rivals: bfs leads pagerank in one run, pagerank has the higher mean over the three; both hold it fixed
+    runs = [{**run, "bfs": _summary(5, {"reference": (0.0, v, v), "bm25s": (0.0, v, v)})}
+            for run, v in zip(WITH_ORACLES, (0.23, 0.05, 0.05), strict=True)]
+    rows = held_fixed(runs)
+    assert rows[0].startswith("| judge | budget | hybrid | strongest rival held fixed |") and len(rows) == 6
+    ref5, ref10, bm5, bm10 = rows[2:]
+    # reference 5 %: hybrid 22.0, pagerank 12.0 (bfs 11.0); lowest run ratio 0.24 / 0.14 (run 2); oracle 40.0
+    assert ref5 == f"| reference | 5% | 22.0 | pagerank 12.0 | {0.22 / 0.12:.3f} | {0.24 / 0.14:.3f} | 40.0 " \
+                   f"| {(0.22 - 0.12) / (0.40 - 0.12):.2f} |"
+    assert ref10.split(" | ")[3] == "pagerank 23.0" and ref10.endswith(f"| {(0.33 - 0.23) / (0.40 - 0.23):.2f} |")
+    # bm25s 10 %: pagerank did not reach it in one run; bfs (11.0) is the rival held fixed there, and it leads hybrid
+    # in run 0 (0.23 against 0.20)
+    assert bm10.split(" | ")[3] == "bfs 11.0" and bm10.split(" | ")[5] == f"{0.20 / 0.23:.3f}"
+    assert bm5.split(" | ")[3] == "pagerank 17.0"
+    assert held_fixed([{"pagerank": run["pagerank"]} for run in RUNS]) == []  # no hybrid: nothing to hold against

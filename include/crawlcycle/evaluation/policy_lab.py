@@ -253,6 +253,39 @@ def headroom_table(runs: list[dict[str, dict]]) -> list[str]:
     return rows
 
 
+def _mean_pct(runs: list[dict[str, dict]], policy: str, judge: str, budget: str) -> float | None:
+    """``policy``'s mean % of ideal over ``runs``; None if a run lacks it or did not reach the budget."""
+    values = [pct_of_ideal(r[policy], judge, budget) if policy in r else None for r in runs]
+    return statistics.fmean(values) if values and None not in values else None
+
+
+def held_fixed(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
+    """Markdown rows, one per judge and budget (the two largest), over ``runs`` pooled (several snapshots' runs
+    together): ``policy``'s mean % of ideal against the strongest rival *held fixed* (the other policy with the highest
+    mean over the same runs), the ratio of the means, the lowest ratio in one run, and the headroom captured on the
+    means, (policy − rival) ÷ (oracle − rival). Empty unless every run has ``policy``."""
+    if not runs or any(policy not in r for r in runs):
+        return []
+    rivals = {p for r in runs for p in r} - {policy, *ORACLES.values()}
+    rows = [f"| judge | budget | {policy} | strongest rival held fixed | ratio of the means | lowest ratio in a run "
+            "| oracle | headroom on the means |", "|---" * 8 + "|"]
+    for j in JUDGES:
+        for b in map(budget_label, BUDGETS[-2:]):
+            means = {p: m for p in rivals if (m := _mean_pct(runs, p, j, b)) is not None}
+            mine = _mean_pct(runs, policy, j, b)
+            if not means or mine is None:
+                continue
+            rival = max(means, key=means.get)
+            oracle = _mean_pct(runs, ORACLES[j], j, b)
+            lowest = min(pct_of_ideal(r[policy], j, b) / pct_of_ideal(r[rival], j, b) for r in runs)
+            headroom = ("–" if oracle is None or oracle <= means[rival]
+                        else f"{(mine - means[rival]) / (oracle - means[rival]):.2f}")
+            rows.append(f"| {j} | {b} | {100 * mine:.1f} | {rival} {100 * means[rival]:.1f} | "
+                        f"{mine / means[rival]:.3f} | {lowest:.3f} | "
+                        f"{'–' if oracle is None else f'{100 * oracle:.1f}'} | {headroom} |")
+    return rows
+
+
 def late_gain(curve: pl.DataFrame, judge: str = "reference") -> float:
     """Impact share (by ``judge``: the simulator's curve column ``policy`` or ``policy_<judge>``) a policy gains
     over the last half of its run: how much it still finds."""
