@@ -93,18 +93,20 @@ def crawled_results(con: duckdb.DuckDBPyConnection, cycle: int, queries: pl.Data
 
 def top_k(results: pl.DataFrame, frontier: pl.DataFrame | None, k: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each query's top ``k`` of its crawled results (qid, url, score: S) and, when given, of its frontier candidates
-    (qid, url, score: S'), by score, a crawled page first and then the lower URL on a tie: the members (qid, url) and
-    the query's bar and result_share (qid, bar, result_share: its k-th score, 0 while it has fewer; how full it is).
-    Membership is read by identity, never by comparing a score with the bar: two sums of the same S may differ in
-    their last digit, and the page that sets the bar would then enter or not by chance."""
+    (qid, url, score: S'), by score, a crawled page first and then the lower URL on a tie (a needy query's *sketch*):
+    the members (qid, rank, url, score, crawled) and the query's bar and result_share (qid, bar, result_share: its
+    k-th score, 0 while it has fewer; how full it is). Membership is read by identity, never by comparing a score
+    with the bar: two sums of the same S may differ in their last digit, and the page that sets the bar would then
+    enter or not by chance."""
     rows = results.select("qid", "url", "score", crawled=pl.lit(True))
     if frontier is not None:
         rows = pl.concat([rows, frontier.select("qid", "url", "score", crawled=pl.lit(False))])
     members = (rows.sort(["qid", "score", "crawled", "url"], descending=[False, True, True, False])
-               .filter(pl.int_range(pl.len()).over("qid") < k))
+               .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("qid"))
+               .filter(pl.col("rank") <= k))
     bars = members.group_by("qid").agg(bar=pl.when(pl.len() >= k).then(pl.col("score").min()).otherwise(0.0),
                                        result_share=pl.len() / k)
-    return members.select("qid", "url"), bars
+    return members.select("qid", "rank", "url", "score", "crawled"), bars
 
 
 def with_bars(pairs: pl.DataFrame, bars: pl.DataFrame) -> pl.DataFrame:
@@ -168,7 +170,7 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
         found = pair_features(con, settings, cycle, queries, settings.match_share)
         frontier = found.select("qid", "url", score=_predicted(model, found, features))
     members, bars = top_k(crawled_results(con, cycle, queries), frontier, settings.top_k)
-    hit = members.with_columns(hit=pl.lit(True))
+    hit = members.select("qid", "url", hit=pl.lit(True))
     train, valid = ((with_bars(frame, bars).join(hit, on=["qid", "url"], how="left")
                      .with_columns(pl.col("hit").fill_null(False))) for frame in (train, valid))
     _fit_odds(con, settings, cycle, train, valid.with_columns(s_prime=guess), [*features, *BAR_FEATURES],

@@ -33,19 +33,18 @@ def write_sketches(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: in
     stored = evidence_index.stored_candidates(con, cycle, queries) if settings.match_mode == "evidence" else None
     matched = score_model.pair_features(con, settings, cycle, queries, settings.match_share, found=stored)
     matched = matched.with_columns(score_model.predict(con, cycle, matched).alias("score"))
-    crawled = query(con, "ordering/hybrid/needy_results", cycle=cycle)
-    # the bar a page must clear: the K-th of the crawled results, or (odds_bar = frontier) of them and the frontier
-    # candidates by S', as the odds model learnt it
-    _, bars = score_model.top_k(crawled.join(queries.select("qid", "query"), on="query"),
-                                matched if settings.odds_bar == "frontier" else None, settings.top_k)
+    crawled = query(con, "ordering/hybrid/needy_results", cycle=cycle).join(queries.select("qid", "query"), on="query")
+    sketches, raised = score_model.top_k(crawled, matched, settings.top_k)
+    # the bar a page must clear: the K-th of the crawled results, or (odds_bar = frontier) of the sketch, crawled and
+    # frontier pages together, as the odds model learnt it
+    bars = raised if settings.odds_bar == "frontier" else score_model.top_k(crawled, None, settings.top_k)[1]
     matched = score_model.with_bars(matched, bars)
     odds = score_model.predict_odds(con, cycle, matched) if settings.impact_odds == "model" else None
-    frontier = (matched.with_columns((odds if odds is not None else pl.lit(None, pl.Float64)).alias("p_top_k"))
-                .join(queries.select("qid", "query"), on="qid"))
-    with staged(con, s_candidates=pl.concat([crawled, frontier.select("query", "url", "score", crawled=pl.lit(False))],
-                                            how="vertical_relaxed"),
-                s_odds=frontier.select("query", "url", "bar", "p_top_k", s_prime="score")):
-        run_sql(con, "ordering/hybrid/write_sketches", cycle=cycle, top_k=settings.top_k)
+    frontier = matched.with_columns((odds if odds is not None else pl.lit(None, pl.Float64)).alias("p_top_k"))
+    names = queries.select("qid", "query")
+    with staged(con, s_sketches=sketches.join(names, on="qid").drop("qid"),
+                s_odds=frontier.join(names, on="qid").select("query", "url", "bar", "p_top_k", s_prime="score")):
+        run_sql(con, "ordering/hybrid/write_sketches", cycle=cycle)
     return con.execute("SELECT count(DISTINCT url) FROM sketches WHERE cycle = ? AND NOT crawled",
                        [cycle]).fetchall()[0][0]
 

@@ -1,12 +1,10 @@
--- Sketches of cycle $cycle from the staged candidates (s_candidates: query, url, score, crawled): the top K of each
--- needy query's crawled results by S and matched frontier pages by S', ties by URL with crawled pages first.
--- inputs: s_candidates, s_odds
+-- Sketches of cycle $cycle (s_sketches: query, rank, url, score, crawled): each needy query's top K of its crawled
+-- results by S and matched frontier pages by S', ties by URL with crawled pages first (score_model.top_k).
+-- inputs: s_odds, s_sketches
 DELETE FROM sketches WHERE cycle = $cycle;
 INSERT INTO sketches (cycle, query, rank, url, score, crawled)
-SELECT $cycle, query, row_number() OVER (PARTITION BY query ORDER BY score DESC, crawled DESC, url) AS rank, url,
-       score, crawled
-FROM s_candidates
-QUALIFY rank <= $top_k;
+SELECT $cycle, query, rank, url, score, crawled
+FROM s_sketches;
 -- The top-K odds of every matched frontier page (s_odds: query, url, bar, p_top_k, s_prime); without an odds model
 -- (p_top_k NULL), 1 for the pages in the query's sketch and 0 for the others.
 DELETE FROM top_k_odds WHERE cycle = $cycle;
