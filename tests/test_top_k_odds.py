@@ -25,7 +25,8 @@ def test_the_crawled_top_k_is_read_by_identity_with_ties_by_url() -> None:
     # query 0: c and d tie at the third place; query 1 has fewer results than K
     results = pl.concat([_rows(0, {"a": 3.0, "d": 1.5, "b": 2.0, "c": 1.5}), _rows(1, {"e": 0.7})])
     members, bars = top_k(results, None, 3)
-    assert sorted(members.rows()) == [(0, "a"), (0, "b"), (0, "c"), (1, "e")]  # d loses its tie by URL, not by digits
+    assert members.rows() == [(0, 1, "a", 3.0, True), (0, 2, "b", 2.0, True), (0, 3, "c", 1.5, True),
+                              (1, 1, "e", 0.7, True)]  # d loses its tie by URL, not by its last digits
     assert sorted(bars.rows()) == [(0, 1.5, 1.0), (1, 0.0, pytest.approx(1 / 3))]
 
 
@@ -33,10 +34,10 @@ def test_the_frontier_raises_the_bar_and_a_crawled_page_wins_a_tie() -> None:
     results = _rows(0, {"a": 3.0, "b": 2.0, "c": 1.0})
     frontier = _rows(0, {"x": 2.5, "y": 1.0, "z": 0.2})
     members, bars = top_k(results, frontier, 3)
-    assert sorted(members.rows()) == [(0, "a"), (0, "b"), (0, "x")]  # c falls out: the live top 3 will not hold it
+    assert members.select("url", "crawled").rows() == [("a", True), ("x", False), ("b", True)]  # c falls out
     assert bars.rows() == [(0, 2.0, 1.0)]
     members, _ = top_k(_rows(0, {"a": 3.0, "c": 1.0}), frontier, 3)
-    assert sorted(members.rows()) == [(0, "a"), (0, "c"), (0, "x")]  # c ties y at 1.0: the crawled page stays
+    assert members["url"].to_list() == ["a", "x", "c"]  # c ties y at 1.0: the crawled page stays
     pairs = with_bars(pl.DataFrame({"qid": [0, 7]}, schema={"qid": pl.UInt32}), bars)
     assert pairs.select("bar", "result_share").rows() == [(2.0, 1.0), (0.0, 0.0)]  # a query with none: 0
 
