@@ -3,13 +3,14 @@ part of hybrid's priority each said about the impact the fetched pages carry.
 
 Each refit takes every new URL fetched so far with the parts its score had when its batch was chosen
 (``sql/models/mix/fetched_parts.sql``: each part scaled to [0, 1] as the priority mixed them) and the impact the page
-carries in the crawl's index now (``prestige.observed_impact``), and fits impact ~ w_q x query + w_p x prestige +
-w_d x discovery + c by non-negative least squares; the weights, scaled to sum to 1, are shrunk towards ``PRIOR`` by
-the number n of fetched pages that had query evidence (a query part above 0): w = (n x fitted + ``SHRINK`` x PRIOR)
-/ (n + SHRINK). The prior trusts link prestige, the evidence a crawl has before its query evidence builds up. Each
-fit, with its unshrunk weights, goes to ``model_runs`` (model ``hybrid_mix``); with ``hybrid_mix = learnt``, hybrid
-mixes its parts by the newest fit's weights (the prior until one exists), and ``v_batch_explain`` shows the weights
-each batch URL was scored with.
+carries in the crawl's index now (``prestige.observed_impact``). A part's weight is its rank correlation (Spearman)
+with that impact, 0 where it is negative, the weights scaled to sum to 1 (``fitted``; none while no part correlates):
+a smooth reading, where a least-squares fit of the parts jumps from one corner to another as pages come in. The fit
+is shrunk towards ``PRIOR`` by the number n of fetched pages that had query evidence (a query part above 0):
+w = (n x fitted + ``SHRINK`` x PRIOR) / (n + SHRINK). The prior trusts link prestige, the evidence a crawl has before
+its query evidence builds up. Each fit goes to ``model_runs`` (model ``hybrid_mix``: the correlations, the fitted and
+the shrunk weights); with ``hybrid_mix = learnt``, hybrid mixes its parts by the newest fit's weights (the prior until
+one exists), and ``v_batch_explain`` shows the weights each batch URL was scored with.
 """
 
 from __future__ import annotations
@@ -33,27 +34,27 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     parts = query(con, "models/mix/fetched_parts", cycle=cycle)
     impact, source = observed_impact(con, settings, cycle)
     data = parts.join(impact.select("url", "impact"), on="url")
-    fitted, shrunk = learn(data)
+    correlations, fitted, shrunk = learn(data)
     metrics: dict = {"pages": data.height, "pages_with_query_evidence": int((data["query_part"] > 0).sum()),
-                     "impact_source": source, "prior": PRIOR, "shrink": SHRINK, "fitted": fitted, "weights": shrunk}
+                     "impact_source": source, "prior": PRIOR, "shrink": SHRINK, "correlations": correlations,
+                     "fitted": fitted, "weights": shrunk}
     record_model(con, cycle, "hybrid_mix", [f"{p}_part" for p in PARTS], metrics)
     return metrics
 
 
-def learn(data: pl.DataFrame) -> tuple[dict[str, float] | None, dict[str, float]]:
-    """From fetched pages' parts (``<part>_part``) and the impact they carry: the weights that fit best, scaled to
-    sum to 1 (None when no part explains any impact), and those weights shrunk towards ``PRIOR``."""
-    fitted = None
-    if data.height and data["impact"].sum() > 0:
-        from scipy.optimize import nnls  # slow to import: only where a fit runs
-
-        x = np.column_stack([*(data[f"{p}_part"].to_numpy() for p in PARTS), np.ones(data.height)])
-        coef = nnls(x, data["impact"].to_numpy())[0][:len(PARTS)]
-        if coef.sum() > 0:
-            fitted = {p: round(float(c), 9) for p, c in zip(PARTS, coef / coef.sum(), strict=True)}
+def learn(data: pl.DataFrame) -> tuple[dict[str, float], dict[str, float] | None, dict[str, float]]:
+    """From fetched pages' parts (``<part>_part``) and the impact they carry: each part's rank correlation with the
+    impact (0 for a constant part), the weights they give (the positive ones scaled to sum to 1; None when none is
+    positive), and those weights shrunk towards ``PRIOR``."""
+    correlations = {}
+    for p in PARTS:
+        rho = data.select(pl.corr(f"{p}_part", "impact", method="spearman")).item() if data.height > 1 else None
+        correlations[p] = round(rho, 9) if rho is not None and np.isfinite(rho) else 0.0
+    total = sum(max(rho, 0.0) for rho in correlations.values())
+    fitted = {p: round(max(rho, 0.0) / total, 9) for p, rho in correlations.items()} if total > 0 else None
     evidence = int((data["query_part"] > 0).sum()) if fitted else 0
     trust = evidence / (evidence + SHRINK)
-    return fitted, {p: round(trust * (fitted or PRIOR)[p] + (1 - trust) * PRIOR[p], 9) for p in PARTS}
+    return correlations, fitted, {p: round(trust * (fitted or PRIOR)[p] + (1 - trust) * PRIOR[p], 9) for p in PARTS}
 
 
 def weights(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict[str, float]:
