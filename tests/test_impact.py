@@ -185,3 +185,27 @@ def test_discovery_value_follows_what_fetched_pages_revealed_and_opens_hosts_nee
     assert parts["http://c.test/x"]["discovery_opening"] == 0
     assert max(parts, key=lambda u: parts[u]["discovery_part"]) in (answer, "http://n.test/other")
 
+
+
+def test_hybrid_keeps_every_servable_query_that_ties_with_its_last_needy_one(tmp_path: Path) -> None:
+    state = new_state(tmp_path, "hybrid", needy_min=1, needy_share=0.0)
+    with connect(state) as con:
+        add_urls(con, ["http://a.test/", "http://a.test/alpha", "http://a.test/beta", "http://a.test/delta"])
+        add_page(con, "http://a.test/", "Guides", "all the guides")
+        add_links(con, [("http://a.test/", "http://a.test/alpha", "alpha guide"),
+                        ("http://a.test/", "http://a.test/beta", "beta guide"),
+                        ("http://a.test/", "http://a.test/delta", "delta notes")])
+        # one needy query wanted: three tie at the top, one of them answered by no frontier page
+        con.executemany("INSERT INTO query_log (partition, query, frequency) VALUES (?, ?, ?)",
+                        [(DAY, "beta guide", 5.0), (DAY, "alpha guide", 5.0), (DAY, "gamma zeta", 5.0),
+                         (DAY, "delta notes", 2.0)])
+    stages.refit_models(state, 1)
+    needy = set()
+    for seed in (0, 1, 2):
+        s = load_settings(overrides={**_overrides(state), "policy": "hybrid", "needy_min": 1, "needy_share": 0.0,
+                                     "perturb_seed": seed}, environ={})
+        stages.select_needy(s, 1)
+        with connect(s, read_only=True) as con:
+            needy.add(tuple(sorted(q for (q,) in con.execute("SELECT query FROM needy_queries WHERE cycle = 1")
+                                   .fetchall())))
+    assert needy == {("alpha guide", "beta guide")}

@@ -77,3 +77,21 @@ def test_improvability_never_exceeds_k_new_results(settings: Settings) -> None:
         needy = select_needy(con, settings.__class__(**{**settings.__dict__, "needy_share": 1.0, "policy": "bfs"}),
                              3, day)
     assert needy["improvability"].to_list() == [settings.top_k]
+
+
+def test_queries_that_tie_with_the_last_needy_one_are_all_needy_whatever_the_noise(settings: Settings) -> None:
+    day = date(2026, 11, 5)
+    with connect(settings) as con:
+        migrate(con)
+        # two needy queries wanted (needy_min); 'c ...', 'b ...' and 'd ...' tie at the second place
+        con.execute("INSERT INTO query_log (partition, query, frequency) SELECT ?, q, f FROM (VALUES ('a head', 9), "
+                    "('c tied', 4), ('b tied', 4), ('d tied', 4), ('e tail', 3)) t(q, f)", [day])
+    picked = []
+    for seed in (0, 1, 2, 3):
+        s = settings.__class__(**{**settings.__dict__, "needy_min": 2, "needy_share": 0.0, "policy": "bfs",
+                                  "perturb_seed": seed})
+        with connect(s) as con:  # a connection of the seed's settings carries its noise
+            picked.append(select_needy(con, s, 3, day)["query"].to_list())
+    assert picked[0] == ["a head", "b tied", "c tied", "d tied"]  # ties by text, all in
+    assert all(sorted(p) == picked[0] for p in picked)  # other seeds order the ties otherwise, and keep them all
+    assert len({tuple(p) for p in picked}) > 1

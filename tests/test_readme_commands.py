@@ -66,6 +66,9 @@ EXCLUDED = {
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
         "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",
+    ".venv/bin/python bench/policies.py --compare HEAD~1 --only dev-docs --runs 3 --jobs 2":
+        "hybrid and two rivals, three runs, at two revisions: most of an hour on 2 cores; tests/test_bench_compare.py "
+        "compares against HEAD on a generated web",
     ".venv/bin/python bench/policies.py --only py-web-docs":
         "every policy, three runs, on a snapshot built from Debian packages first: most of an hour; "
         "tests/test_bench_policies.py checks its seeds, aggregation and tables",

@@ -4,7 +4,9 @@ neediness(q) = f(q) x improvability(q), improvability predicted from the average
 current top K (see ``improvability``). Until a fit exists, every query gets the ``improvability_prior``
 setting, so neediness orders queries by frequency.
 
-``needy_share`` of the partition's queries are kept (at least ``needy_min``, at most ``needy_max``). For the
+``needy_share`` of the partition's queries are kept (at least ``needy_min``, at most ``needy_max``), and with them
+every query as needy as the last one kept: ties are all in or all out, so that no order by query text (nor a last
+digit) decides which of them steer the crawl. For the
 policy that uses them (``hybrid``), queries are taken in order of neediness but one without any frontier
 candidate (no eligible page matches it: ``score_model.pair_features``'s matching) is skipped for the next, so
 the needy budget goes to queries the next batch can serve; ``needy_queries.candidates`` records how many each had.
@@ -66,7 +68,7 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     if settings.policy == "hybrid":
         needy, found = _servable(con, settings, cycle, ranked, keep)
     else:
-        needy = ranked.head(keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
+        needy = _ties_in(ranked, keep).with_columns(candidates=pl.lit(None, dtype=pl.Int32))
     needy = needy.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32))
     with staged(con, s_needy=needy):
         run_sql(con, "ordering/needy_queries/write_needy", cycle=cycle)
@@ -79,8 +81,8 @@ def select_needy(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
 
 def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ranked: pl.DataFrame,
               keep: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate, with their counts; and the
-    candidates of the queries checked (see :func:`_matched`)."""
+    """The ``keep`` neediest queries of ``ranked`` with at least one frontier candidate and those that tie with the last
+    of them (:func:`_ties_in`), with their counts; and the candidates of the queries checked (see :func:`_matched`)."""
     registry.stage_eligible(con, settings, cycle)
     run_sql(con, "ordering/frontier_scope")
     checked: list[pl.DataFrame] = []
@@ -94,7 +96,22 @@ def _servable(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, ra
         rows.append(matched)
         found += checked[-1].height
         start += window.height
+    if found >= keep > 0:  # the queries as needy as the last one kept, not checked yet, are checked too
+        bar = pl.concat(checked)["neediness"][keep - 1]
+        tied = ranked.slice(start).filter(pl.col("neediness") == bar)
+        if tied.height:
+            counts, matched = _matched(con, settings, cycle, tied["query"].to_list())
+            checked.append(tied.with_columns(candidates=counts).filter(pl.col("candidates") > 0))
+            rows.append(matched)
     rows_found = pl.concat(rows) if rows else pl.DataFrame(schema={"query": pl.String})
     if not checked:
         return ranked.head(0).with_columns(candidates=pl.lit(0, pl.Int32)), rows_found
-    return pl.concat(checked).head(keep), rows_found
+    return _ties_in(pl.concat(checked), keep), rows_found
+
+
+def _ties_in(ranked: pl.DataFrame, keep: int) -> pl.DataFrame:
+    """The first ``keep`` rows of ``ranked`` and every later one as needy as the last of them: queries that tie are all
+    in or all out, for which of them an order by text would keep is chance (and a last digit could swap them)."""
+    if not 0 < keep <= ranked.height:
+        return ranked.head(keep)
+    return ranked.filter(pl.col("neediness") >= ranked["neediness"][keep - 1])
