@@ -19,7 +19,9 @@ frequencies exist for these sites). Each text source's count is printed once per
 home page with the base workload (real snapshots: query shuffle seed 7), run r > 0 from a random page per host with the
 query texts reshuffled (real snapshots, seed 7 + r) or the frequencies reassigned (generated). Every order is
 judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`crawlcycle.evaluation.judge`).
-``--policies a,b`` runs only those policies (the findings whose policies were not all run are skipped);
+``--policies a,b`` runs only those policies; the others keep their results in bench/results, and the tables and
+findings read them beside the new ones (from their curves in ``--work``, as a run of every policy left them; the
+findings whose policies are missing are skipped);
 ``--set KEY=VALUE`` (repeatable) overrides a setting for every snapshot, after the snapshot's own batch size;
 ``--cycles N`` runs N cycles instead of each snapshot's own (a short check, not the benchmark).
 
@@ -244,6 +246,20 @@ def lab_speed(runs: Runs) -> tuple[float, float]:
     return sum(runs.walls) - sum(truth), pages / max(truth) if max(truth) > 0 else math.nan
 
 
+def kept(name: str, runs: Runs, work: Path, policies: list[str]) -> None:
+    """The policies not run this time join ``runs`` from their results in bench/results and their curves in ``work``
+    (as a run of every policy left them), run by run: hybrid re-run alone is read against the rivals kept."""
+    committed = committed_runs(name)
+    others = sorted({p for run in committed[:len(runs.summaries)] for p in run} - set(runs.summaries[0]))
+    for r, (summaries, curves) in enumerate(zip(runs.summaries, runs.curves, strict=True)):
+        for policy in others:
+            curve = work / f"run-{r}" / policy / "curve.csv"
+            if policy in committed[r] and curve.is_file():
+                summaries[policy], curves[policy] = committed[r][policy], pl.read_csv(curve)
+    if others:
+        print(f"{name}: kept the results of {', '.join(others)} from bench/results/{name}", flush=True)
+
+
 def committed_runs(name: str) -> list[dict[str, dict]]:
     """The runs of a snapshot as bench/results keeps them: per run, policy -> summary."""
     files = sorted((RESULTS / name).glob("*/run-*.json"))
@@ -378,8 +394,9 @@ def main() -> None:
         return
     results = {}
     for name, snap in snapshots.items():
-        shutil.rmtree(RESULTS / name, ignore_errors=True)
-        (RESULTS / name).mkdir(parents=True)
+        for policy in (*policies, *ORACLES.values()):  # the policies not run keep their results
+            shutil.rmtree(RESULTS / name / policy, ignore_errors=True)
+        (RESULTS / name).mkdir(parents=True, exist_ok=True)
         pages = policy_lab.html_pages(snap.warc)
         results[name] = Runs()
         for r in range(args.runs):
@@ -387,8 +404,10 @@ def main() -> None:
             seeds, queries = run_inputs(work, snap, pages, r)
             run(name, r, snap.warc, queries, seeds, snap.batch, args.cycles or snap.cycles, work, args.jobs,
                 results[name], policies, overrides)
+        kept(name, results[name], args.work / name, policies)
     for name, runs in results.items():
-        gains = {j: {p: statistics.fmean(policy_lab.late_gain(c[p], j) for c in runs.curves) for p in policies}
+        shown = sorted(set.intersection(*(set(c) for c in runs.curves)))
+        gains = {j: {p: statistics.fmean(policy_lab.late_gain(c[p], j) for c in runs.curves) for p in shown}
                  for j in policy_lab.JUDGES}
         lines = [f"### {name}", "",
                  f"% of ideal, mean ± sample standard deviation over {args.runs} run(s); each run starts from other "
