@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
-from crawlcycle.db import connect, migrate, sum_offset
+from crawlcycle.db import RANK_DIGITS, connect, migrate, sum_offset
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.settings import Settings, load_settings, with_overrides
@@ -83,3 +84,13 @@ def test_a_perturbation_seed_moves_exact_sums_and_breaks_ties_another_way(tmp_pa
     # URLs of one priority: the seed, not their spelling, decides which goes first, and another seed another way
     assert any((noise[1][k] < noise[1][k + 1]) != (noise[2][k] < noise[2][k + 1]) for k in range(49))
     assert all(abs(sum_offset(k)) <= 0.5 for k in range(1, 20))
+
+
+def test_orders_compare_scores_at_six_significant_digits(tmp_path: Path) -> None:
+    with duckdb.connect(str(tmp_path / "crawl.duckdb")) as con:
+        migrate(con)
+        keys = con.execute("SELECT rank_key(x) FROM unnest([2.1076242084, 2.1076242075, 1.234564e-5, 1.234566e-5, "
+                           "0.0, -3.25, 123456789.0]::DOUBLE[]) t(x)").fetchall()
+    # two scores a last digit apart tie, and a stable key breaks the tie; six digits of any size stay apart
+    assert [k for (k,) in keys] == [2.10762, 2.10762, 1.23456e-5, 1.23457e-5, 0.0, -3.25, 123457000.0]
+    assert pl.Series([2.1076242084, 1.234566e-5]).round_sig_figs(RANK_DIGITS).to_list() == [2.10762, 1.23457e-5]

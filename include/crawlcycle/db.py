@@ -43,6 +43,9 @@ def _open_problem(path: Path, error: duckdb.IOException) -> str:
     return f"{path} cannot be opened ({detail})"
 
 
+RANK_DIGITS = 6  # significant digits an order compares a score or a priority at (the macro rank_key)
+
+
 def sum_offset(seed: int) -> float:
     """Where perturbation ``seed`` moves the rounding grid of ``exact_sum`` (in nano-units, within half of one)."""
     return random.Random(seed).uniform(-0.5, 0.5)
@@ -223,6 +226,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
         applied.append(path.stem)
     for macro in url_states.sql_macros():  # before the views, which read them
         con.execute(macro)
+    # x to RANK_DIGITS significant digits, what a cut of a ranking compares: values a last digit apart (a sum's
+    # rounding, noise) tie there, and their stable tie-break (URL, discovery order) decides, not the last digit
+    con.execute("CREATE OR REPLACE MACRO rank_key(x) AS CASE WHEN x = 0 OR NOT isfinite(x) THEN x "
+                f"ELSE round(x, {RANK_DIGITS} - CAST(ceil(log10(abs(x))) AS INTEGER)) END")
     for path in sorted((SQL_DIR / "views").glob("*.sql")):
         run_sql(con, f"views/{path.stem}")
     return applied

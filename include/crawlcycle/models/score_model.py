@@ -38,7 +38,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from crawlcycle.db import fetch_rows, query, run_sql, staged
+from crawlcycle.db import RANK_DIGITS, fetch_rows, query, run_sql, staged
 from crawlcycle.models.refit import record_model
 from crawlcycle.ranking import evidence_index, ngram_index, ranker, semantic_match
 from crawlcycle.settings import Settings
@@ -93,7 +93,8 @@ def crawled_results(con: duckdb.DuckDBPyConnection, cycle: int, queries: pl.Data
 
 def top_k(results: pl.DataFrame, frontier: pl.DataFrame | None, k: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each query's top ``k`` of its crawled results (qid, url, score: S) and, when given, of its frontier candidates
-    (qid, url, score: S'), by score, a crawled page first and then the lower URL on a tie (a needy query's *sketch*):
+    (qid, url, score: S'), by score at ``RANK_DIGITS`` digits, a crawled page first and then the lower URL on a tie
+    (a needy query's *sketch*):
     the members (qid, rank, url, score, crawled) and the query's bar and result_share (qid, bar, result_share: its
     k-th score, 0 while it has fewer; how full it is). Membership is read by identity, never by comparing a score
     with the bar: two sums of the same S may differ in their last digit, and the page that sets the bar would then
@@ -101,7 +102,8 @@ def top_k(results: pl.DataFrame, frontier: pl.DataFrame | None, k: int) -> tuple
     rows = results.select("qid", "url", "score", crawled=pl.lit(True))
     if frontier is not None:
         rows = pl.concat([rows, frontier.select("qid", "url", "score", crawled=pl.lit(False))])
-    members = (rows.sort(["qid", "score", "crawled", "url"], descending=[False, True, True, False])
+    members = (rows.sort(["qid", pl.col("score").round_sig_figs(RANK_DIGITS), "crawled", "url"],
+                         descending=[False, True, True, False])
                .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("qid"))
                .filter(pl.col("rank") <= k))
     bars = members.group_by("qid").agg(bar=pl.when(pl.len() >= k).then(pl.col("score").min()).otherwise(0.0),

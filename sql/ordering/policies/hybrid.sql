@@ -6,7 +6,8 @@
 -- prestige regression (coefficients $b*) over scaled PageRank (1 = average page) and in-links, floored at 0. The
 -- parts keep each impact in its raw units (query frequency x top-K slots) and their mix by the same weights,
 -- expected_impact, which the refresh policy impact weighs refreshes against (ordering/refresh/new_impact), and the
--- weights themselves (mix: the settings', or those learnt by the refit, crawlcycle.models.mix).
+-- weights themselves (mix: the settings', or those learnt by the refit, crawlcycle.models.mix). The priority is kept at
+-- rank_key's digits: two URLs whose mixes differ in a last digit tie, and the batch takes them by URL.
 -- inputs: s_discovery, s_impact
 WITH raw AS (
     SELECT e.url, coalesce(i.query_impact, 0) AS query_impact, coalesce(i.queries, []) AS queries,
@@ -28,8 +29,8 @@ WITH raw AS (
                 ELSE coalesce(discovery / nullif(max(discovery) OVER (), 0), 0) END AS discovery_part
     FROM raw
 )
-SELECT url, round(($query_weight * query_part + $prestige_weight * prestige_part + $discovery_weight * discovery_part)
-                  * (1 + 1e-9 * perturbation(url)), 12) AS priority,
+SELECT url, rank_key(($query_weight * query_part + $prestige_weight * prestige_part
+                       + $discovery_weight * discovery_part) * (1 + 1e-9 * perturbation(url))) AS priority,
        json_object('query_impact', query_impact, 'query_priority', round($query_weight * query_part, 12),
                    'prestige_impact', round(prestige_impact, 9),
                    'query_part', round(query_part, 9), 'prestige_part', round(prestige_part, 9),

@@ -3,7 +3,8 @@
 --   tf~ = sum over fields of w_f * tf_f / (1 - b_f + b_f * len_f / avg_len_f), weight = idf * tf~ / (k1 + tf~)
 -- with idf and average lengths over every URL with evidence. Each query term nominates the $depth in-scope pages
 -- it weighs most (a bounded top-$depth per term as the weights stream by: no table of every (term, page) pair);
--- every nominee is scored over all the query's terms and the best $per_query per query are kept.
+-- every nominee is scored over all the query's terms and the best $per_query per query are kept, compared at
+-- rank_key's digits (ties: the lower seq), so that pages whose scores a last digit apart do not swap on noise.
 -- Besides, the pages the query's current results (query_results of cycle $cycle, s_queries: qid, query) link to
 -- are candidates: the best $per_query per query by their best linking result's score.
 -- Returns (qid, seq, evidence_score, term_share = share of the query's terms in its evidence, via_results).
@@ -42,8 +43,9 @@ WITH fields AS (
     FROM (SELECT term, seq, exact_sum(tf) AS tf FROM tf_rows GROUP BY term, seq) w
     JOIN idf i USING (term)
 ), nominated AS MATERIALIZED (
-    -- each term's $depth heaviest pages (ties: the lower seq), kept as bounded lists as the rows stream by
-    SELECT term, unnest(max_by(seq, (weight, -seq), $depth)) AS seq FROM weights GROUP BY term
+    -- each term's $depth heaviest pages (ties at rank_key's digits: the lower seq), kept as bounded lists as the rows
+    -- stream by
+    SELECT term, unnest(max_by(seq, (rank_key(weight), -seq), $depth)) AS seq FROM weights GROUP BY term
 ), nominees AS (
     SELECT DISTINCT q.qid, n.seq FROM query_terms q JOIN nominated n USING (term)
 ), by_results AS (
@@ -54,7 +56,7 @@ WITH fields AS (
     JOIN frontier f ON f.url = l.dst
     SEMI JOIN s_scope s ON s.seq = f.discovery_seq
     GROUP BY q.qid, f.discovery_seq
-    QUALIFY row_number() OVER (PARTITION BY q.qid ORDER BY max(r.score) DESC, f.discovery_seq) <= $per_query
+    QUALIFY row_number() OVER (PARTITION BY q.qid ORDER BY rank_key(max(r.score)) DESC, f.discovery_seq) <= $per_query
 ), nominee_weights AS MATERIALIZED (
     -- the weights the scores below read: the nominees' and the result-linked pages', for the staged terms (their
     -- rows picked before grouping, so the grouping covers only them)
@@ -69,7 +71,7 @@ WITH fields AS (
     JOIN query_terms q ON q.qid = n.qid
     JOIN nominee_weights w ON w.term = q.term AND w.seq = n.seq
     GROUP BY n.qid, n.seq
-    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY exact_sum(w.weight) DESC, n.seq) <= $per_query
+    QUALIFY row_number() OVER (PARTITION BY n.qid ORDER BY rank_key(exact_sum(w.weight)) DESC, n.seq) <= $per_query
 ), candidates AS (
     SELECT qid, seq, bool_or(via_results) AS via_results
     FROM (SELECT qid, seq, false AS via_results FROM by_evidence UNION ALL SELECT qid, seq, true FROM by_results)
