@@ -17,7 +17,7 @@ def test_the_oracle_takes_known_urls_by_true_impact_then_in_discovery_order(tmp_
     truth = tmp_path / "truth.parquet"
     pl.DataFrame({"url": ["http://a.test/1", "http://a.test/2", "http://a.test/3", "http://b.test/9",
                           "http://b.test/x", "http://a.test/undiscovered"],
-                  "impact": [5.0, 9.0, 7.0, 1.0, 0.0, 100.0]}).write_parquet(truth)
+                  "impact": [5.0, 9.0, 7.0, 1.0, 0.0, 100.0]}).with_columns(page=pl.col("url")).write_parquet(truth)
     s = new_state(tmp_path, "oracle", oracle_impact=str(truth), batch_size=4, per_host_cap=2)
     with connect(s) as con:
         add_urls(con, ["http://a.test/", "http://a.test/1", "http://a.test/2", "http://a.test/3",

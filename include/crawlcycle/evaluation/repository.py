@@ -56,7 +56,7 @@ def quality(results: pl.DataFrame, live: pl.DataFrame, workload: pl.DataFrame) -
 
 def completeness(stored: pl.Series, live: pl.DataFrame, workload: pl.DataFrame) -> float | None:
     """The quality of a repository holding the pages ``stored`` (urls), fresh and in the live order of ``live``."""
-    best = (live.filter(pl.col("url").is_in(stored)).sort("query", "rank")
+    best = (live.filter(pl.col("url").is_in(stored.implode())).sort("query", "rank")
             .with_columns(rank=pl.int_range(1, pl.len() + 1).over("query")))
     return quality(best, live, workload)
 
