@@ -51,7 +51,8 @@ def resp(url, body, ctype="text/html; charset=utf-8", status="200 OK", warc_head
         body = body.encode("utf-8")
     hdrs = {"Content-Type": ctype} if ctype else {}
     hdrs.update({k.replace("_", "-"): v for k, v in headers.items()})
-    return (url, body, hdrs, status, warc_headers or {})
+    # A fixed date: the writer's default is the clock, so two writes a second apart would differ in fetched_at.
+    return (url, body, hdrs, status, {"WARC-Date": "2026-01-01T00:00:00Z", **(warc_headers or {})})
 
 
 ARTICLE = " ".join(f"Sentence {i} explains how the crawler orders its frontier by the impact on search results "
