@@ -3,7 +3,8 @@
     .venv/bin/python bench/series.py build [--update]
     .venv/bin/python bench/series.py changes [--jobs N]
     .venv/bin/python bench/series.py workload --out DIR [--run R] [--queries N]
-    .venv/bin/python bench/series.py refresh [--runs K] [--only-run R] [--report] [--cycles N] [--jobs N]
+    .venv/bin/python bench/series.py refresh [--regime growing|covered] [--runs K] [--only-run R] [--report]
+                                             [--cycles N] [--jobs N]
 
 Each host of ``bench/snapshots/dev-docs-over-time.json`` is one Debian documentation package in each release the
 spec names (python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13, 15, 17, 18; the same python-django-doc,
@@ -41,12 +42,17 @@ drawn with Zipf frequencies, shuffle seed 7 + run), one query file that serves e
 ``--run`` from the first release's pages (run 0: each host's ``index.html``).
 
 ``refresh`` compares the refresh policies on the series: run r is ``workload --run r`` crawled with the ordering
-policy ``hybrid`` and each refresh policy for ``--cycles`` cycles, a batch of 5 % of the first release's HTML pages,
-the releases starting at evenly spaced cycles (12 cycles: 1, 4, 7, 10). It writes
-``bench/results/dev-docs-over-time/refresh.md`` (per policy and run the mean user-centric quality from the first
-version switch on by both judges, the loss 1 - quality against the best rival's, freshness, the batch's refresh share;
-and the split of the batch per cycle) and ``refresh.png`` (quality and freshness per cycle of each policy, means
-over the runs), and keeps each run's ``summary.json`` under ``refresh/<policy>/run-<r>.json``.
+policy ``hybrid`` and each refresh policy, in one of two regimes (``REGIMES``): ``growing``, a batch of 5 % of the
+first release's HTML pages for 12 cycles (the crawl still discovers the sites), and ``covered``, 10 % for 16 cycles
+(the sites are covered in about ten cycles; from then on refresh is the crawl); the releases start at evenly spaced
+cycles (1, 4, 7, 10 and 1, 5, 9, 13). It writes ``bench/results/dev-docs-over-time/refresh.md`` (growing) or
+``refresh-covered.md``: per policy and run the mean user-centric quality from the first version switch on by both
+judges, completeness and quality ÷ completeness, the loss 1 - quality against the best rival's, freshness, the
+batch's refresh share and the share of refresh slots whose check found no change (304 or unchanged); each change
+model's calibration (Brier score and reliability per bin of predicted P(changed), ``summary.json``'s
+``calibration``); and the split of the batch per cycle. Plots: ``<name>.png`` (quality and freshness per cycle of
+each policy, means over the runs) and ``<name>-calibration.png`` (the reliability diagram). Each run's
+``summary.json`` is kept under ``<name>/<policy>/run-<r>.json``.
 """
 
 from __future__ import annotations
@@ -424,14 +430,22 @@ def workload(spec: dict, out: Path, run: int, n_queries: int) -> None:
 # --- refresh policies on the series ------------------------------------------------------------------------------
 
 
-def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs: int, switch: str, work: Path,
-            revisit_cycles: int | None = None) -> None:
-    """The refresh ``policies`` on the series in each of ``runs``; each run's summaries kept in RESULTS, labelled
-    ``<policy>-every-<n>`` under ``revisit_cycles`` n (fixed_revisit_cycles: the interval of fixed, adaptive's
-    first)."""
+# The two regimes a crawl of a few sites lives through: still discovering (a batch of 5 % of the first release's HTML
+# pages: refreshes compete with new pages all along), and covered (10 %: the sites are crawled in about ten cycles,
+# from then on refresh is the crawl). Each: batch share, cycles, and where its results are kept.
+REGIMES = {"growing": (0.05, 12, "refresh"), "covered": (0.10, 16, "refresh-covered")}
+
+
+def refresh(spec: dict, runs: list[int], policies: list[str], regime: str, jobs: int, switch: str, work: Path,
+            revisit_cycles: int | None = None, cycles: int | None = None) -> None:
+    """The refresh ``policies`` on the series in each of ``runs``, in ``regime`` (REGIMES; ``cycles`` instead of its
+    own); each run's summaries kept in RESULTS, labelled ``<policy>-every-<n>`` under ``revisit_cycles`` n
+    (fixed_revisit_cycles: the interval of fixed, adaptive's first)."""
     warcs = built(spec)
+    share, own_cycles, name = REGIMES[regime]
+    cycles = cycles or own_cycles
     starts = [1 + round(i * cycles / len(warcs)) for i in range(len(warcs))]
-    batch = round(0.05 * sum(map(len, policy_lab.html_pages(warcs[0]).values())))
+    batch = round(share * sum(map(len, policy_lab.html_pages(warcs[0]).values())))
     interval = {"fixed_revisit_cycles": revisit_cycles} if revisit_cycles else {}
     suffix = f"-every-{revisit_cycles}" if revisit_cycles else ""
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": batch, "policy": "hybrid",
@@ -445,28 +459,34 @@ def refresh(spec: dict, runs: list[int], policies: list[str], cycles: int, jobs:
                 print(f"  [run {r} {time.perf_counter() - t0:6.0f} s] {m}", flush=True)
 
         summaries = simulate(settings, warcs, work / f"run-{r}" / "queries.tsv", work / f"run-{r}" / "seeds.txt",
-                             ["hybrid"], cycles, work / f"run-{r}" / f"sim{suffix}", jobs=jobs, starts=starts,
+                             ["hybrid"], cycles, work / f"run-{r}" / f"{name}{suffix}", jobs=jobs, starts=starts,
                              switch=switch, refresh_policies=policies, cache=work / "cache", progress=progress)
         for s in summaries.values():
-            s["label"] = s["refresh_policy"] + suffix
-            (RESULTS / "refresh" / s["label"]).mkdir(parents=True, exist_ok=True)
-            (RESULTS / "refresh" / s["label"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
+            s["label"], s["regime"] = s["refresh_policy"] + suffix, regime
+            (RESULTS / name / s["label"]).mkdir(parents=True, exist_ok=True)
+            (RESULTS / name / s["label"] / f"run-{r}.json").write_text(json.dumps(s, indent=1))
         print(f"run {r}: {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def refresh_results(runs: int) -> str:
-    """The report of runs 0 .. runs-1 from their kept summaries (refresh.md, refresh.png); its text."""
+def refresh_results(runs: int, regime: str) -> str:
+    """The report of runs 0 .. runs-1 of ``regime`` from their kept summaries (``<name>.md``, ``<name>.png`` and
+    ``<name>-calibration.png``, name as REGIMES gives); its text."""
+    name = REGIMES[regime][2]
     per_run = []
     for r in range(runs):
-        files = sorted((RESULTS / "refresh").glob(f"*/run-{r}.json"))
+        files = sorted((RESULTS / name).glob(f"*/run-{r}.json"))
         if not files:
-            raise SystemExit(f"run {r}: no {RESULTS / 'refresh'}/*/run-{r}.json; run `series.py refresh` first")
+            raise SystemExit(f"run {r}: no {RESULTS / name}/*/run-{r}.json; run `series.py refresh --regime {regime}` "
+                             "first")
         per_run.append({f.parent.name: json.loads(f.read_text()) for f in files})
+    shared = set.intersection(*(set(run) for run in per_run))  # a policy is compared on the runs it has them all
+    per_run = [{n: s for n, s in run.items() if n in shared} for run in per_run]
     first = next(iter(per_run[0].values()))
     starts = [v["start"] for v in first["versions"]]
-    text = refresh_report(per_run, starts, first["batch_size"], first["switch"])
-    refresh_plot(per_run, RESULTS / "refresh.png", starts)
-    (RESULTS / "refresh.md").write_text(text)
+    text = refresh_report(per_run, starts, first["batch_size"], first["switch"], regime)
+    refresh_plot(per_run, RESULTS / f"{name}.png", starts)
+    calibration_plot(per_run, RESULTS / f"{name}-calibration.png")
+    (RESULTS / f"{name}.md").write_text(text)
     return text
 
 
@@ -478,19 +498,32 @@ def _mean(values: list[float | None], digits: int) -> str:
     return "-" if None in values else f"{sum(values) / len(values):.{digits}f}"
 
 
-def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int, switch: str) -> str:
-    """The table of each refresh policy's quality over the runs, paired against the best rival, and the split."""
+def _no_change(s: dict) -> tuple[float | None, int]:
+    """The share of the refresh slots (from the first switch on) whose check found no change (304 or unchanged), and
+    the refreshes; None in runs made before the outcomes were kept."""
+    outcomes = s.get("refresh_outcomes")
+    if outcomes is None:
+        return None, 0
+    slots = sum(outcomes.values())
+    return (outcomes.get("not_modified", 0) + outcomes.get("unchanged", 0)) / slots if slots else None, slots
+
+
+def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int, switch: str, regime: str) -> str:
+    """The table of each refresh policy's quality over the runs, paired against the best rival, the slots that
+    found no change, the change models' calibration and the split."""
     names = list(per_run[0])
-    lines = ["# Refresh policies on dev-docs over time\n",
+    share = round(100 * REGIMES[regime][0])
+    lines = [f"# Refresh policies on dev-docs over time: {regime} sites\n",
              f"{len(per_run)} runs (workload and seeds of `series.py workload --run r`), ordering policy hybrid, "
-             f"{per_run[0][names[0]]['cycles']} cycles, batch {batch} (5 % of the first release's HTML pages), "
+             f"{per_run[0][names[0]]['cycles']} cycles, batch {batch} ({share} % of the first release's HTML pages), "
              f"releases from cycles {', '.join(map(str, starts))} (`--switch {switch}`). Means over the cycles from "
              "the first version switch on; quality is user-centric (Pandey & Olston 2005), by the reference ranker "
              "and by the independent BM25 judge; loss = 1 - quality. Completeness is the quality the same stored "
              "pages would give fresh and in the live order (no refresh policy can beat it with the pages it chose); "
              "completeness - quality is what stale copies and the crawl's own partial statistics cost.\n",
              "| refresh policy | quality per run | mean (min-max) | quality, BM25 judge | completeness | completeness, "
-             "BM25 judge | freshness | refresh share of the batch |", "|---|---|---|---|---|---|---|---|"]
+             "BM25 judge | quality ÷ completeness | freshness | refresh share of the batch | refresh slots that "
+             "found no change |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name in names:
         q = [_after(run[name], "quality") for run in per_run]
         qb = [_after(run[name], "quality_bm25s") for run in per_run]
@@ -498,13 +531,19 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
         fr = [_after(run[name], "freshness") for run in per_run]
         share = [_after(run[name], "batch_refresh") / max(1e-9, _after(run[name], "batch_refresh")
                                                           + _after(run[name], "batch_new")) for run in per_run]
+        ratio = [_after(run[name], "quality") / c if (c := _after(run[name], "complete")) else None for run in per_run]
+        idle = [_no_change(run[name]) for run in per_run]
+        idle_text = "-" if any(v is None for v, _ in idle) else \
+            f"{sum(v for v, _ in idle) / len(idle):.2f} of {sum(n for _, n in idle) / len(idle):.0f}"
         lines.append(f"| {name} | {' / '.join(f'{v:.4f}' for v in q)} | {sum(q) / len(q):.4f} ({min(q):.4f}-"
-                     f"{max(q):.4f}) | {sum(qb) / len(qb):.4f} | {' | '.join(complete)} | {sum(fr) / len(fr):.3f} | "
-                     f"{sum(share) / len(share):.3f} |")
+                     f"{max(q):.4f}) | {sum(qb) / len(qb):.4f} | {' | '.join(complete)} | {_mean(ratio, 3)} | "
+                     f"{sum(fr) / len(fr):.3f} | {sum(share) / len(share):.3f} | {idle_text} |")
     lines += ["", "Paired, per run: impact against the best rival of the same run (by the reference ranker; by the "
               "BM25 judge).\n", "| run | best rival | its quality | impact's | loss ratio impact / rival | "
               "BM25: best rival | loss ratio |", "|---|---|---|---|---|---|---|"]
     for r, run in enumerate(per_run):
+        if "impact" not in run or len(run) < 2:
+            continue
         row = []
         for figure in ("quality", "quality_bm25s"):
             rivals = {n: _after(s, figure) for n, s in run.items() if n != "impact"}
@@ -514,12 +553,79 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
             row.append((best, top, _after(run["impact"], figure), ratio))
         (b, bq, iq, ratio), (bb, _, _, ratio_b) = row
         lines.append(f"| {r} | {b} | {bq:.4f} | {iq:.4f} | {ratio:.2f} | {bb} | {ratio_b:.2f} |")
+    lines += calibration_lines(per_run)
     lines += ["", "The batch of `impact` per cycle, new URLs / refreshes (run 0), and its 304 answers:\n",
               "| cycle | new | refresh | not modified (304) | changed | gone |", "|---|---|---|---|---|---|"]
-    for row, fig in zip(per_run[0]["impact"]["repository"]["cycles"], per_run[0]["impact"]["refresh"], strict=True):
+    for row, fig in zip(per_run[0]["impact"]["repository"]["cycles"] if "impact" in per_run[0] else [],
+                        per_run[0].get("impact", {}).get("refresh", []), strict=True):
         lines.append(f"| {row['cycle']} | {row['batch_new']} | {row['batch_refresh']} | "
                      f"{fig['checks_not_modified']} | {fig['checks_changed']} | {fig['checks_gone']} |")
     return "\n".join(lines) + "\n"
+
+
+MODELS = {"p_poisson": "poisson", "p_bursts": "bursts"}
+
+
+def calibration_lines(per_run: list[dict[str, dict]]) -> list[str]:
+    """Each change model's Brier score per refresh policy's crawl (mean over the runs), and its reliability over all
+    of them: per bin of predicted P(changed), the mean prediction against the share that had changed."""
+    kept = {n: [run[n]["calibration"] for run in per_run if run[n].get("calibration")] for n in per_run[0]}
+    kept = {n: c for n, c in kept.items() if c}
+    if not kept:
+        return []
+    lines = ["", "How well each change model predicts which stored pages differ from the live web at the next fetch "
+             "(every stored page, every cycle from the first switch on; both models read the same crawl state). "
+             "Brier score, mean over the runs (lower is better; always answering the base rate scores rate × (1 - "
+             "rate)):\n", "| crawl (refresh policy) | pages × cycles | changed | " +
+             " | ".join(f"Brier, {m}" for m in MODELS.values()) + " |", "|---|---|---|" + "---|" * len(MODELS)]
+    for name, cals in kept.items():
+        brier = [f"{sum(c[m]['brier'] for c in cals) / len(cals):.4f}" for m in MODELS]
+        lines.append(f"| {name} | {sum(c['pages'] for c in cals) / len(cals):.0f} | "
+                     f"{sum(c['changed'] for c in cals) / len(cals):.3f} | {' | '.join(brier)} |")
+    lines += ["", "Reliability, all crawls and runs pooled: per bin of predicted P(changed), pages, mean prediction "
+              "and share changed:\n", "| P(changed) | " + " | ".join(f"{m}: pages, predicted, changed"
+                                                                     for m in MODELS.values()) + " |",
+              "|---|" + "---|" * len(MODELS)]
+    for b in range(10):
+        cells = []
+        for m in MODELS:
+            rows = [row for cals in kept.values() for c in cals for row in c[m]["bins"] if row["bin"] == b]
+            n = sum(r["n"] for r in rows)
+            cells.append("-" if not n else f"{n}, {sum(r['predicted'] * r['n'] for r in rows) / n:.3f}, "
+                                           f"{sum(r['observed'] * r['n'] for r in rows) / n:.3f}")
+        lines.append(f"| {b / 10:.1f}-{(b + 1) / 10:.1f} | {' | '.join(cells)} |")
+    return lines
+
+
+def calibration_plot(per_run: list[dict[str, dict]], path: Path) -> None:
+    """The reliability diagram of each change model, all crawls and runs pooled (``calibration_lines``)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cals = [run[n]["calibration"] for run in per_run for n in run if run[n].get("calibration")]
+    if not cals:
+        return
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect")
+    for m, label in MODELS.items():
+        bins: dict[int, list[float]] = {}
+        for c in cals:
+            for row in c[m]["bins"]:
+                acc = bins.setdefault(row["bin"], [0, 0.0, 0.0])
+                acc[0] += row["n"]
+                acc[1] += row["predicted"] * row["n"]
+                acc[2] += row["observed"] * row["n"]
+        xs = sorted(bins)
+        brier = sum(c[m]["brier"] for c in cals) / len(cals)
+        ax.plot([bins[b][1] / bins[b][0] for b in xs], [bins[b][2] / bins[b][0] for b in xs], marker="o",
+                label=f"{label} (Brier {brier:.3f})")
+    ax.set_xlabel("predicted P(changed) at the next fetch")
+    ax.set_ylabel("share of stored pages that had changed")
+    ax.set_title("change models: reliability")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def refresh_plot(per_run: list[dict[str, dict]], path: Path, starts: list[int]) -> None:
@@ -552,7 +658,9 @@ def main() -> None:
                    help="simulate these refresh policies (the report reads every policy kept)")
     f.add_argument("--revisit-cycles", type=int, help="fixed_revisit_cycles for fixed and adaptive (default: the "
                    "setting's, Nutch's 30 days as 30 cycles); their results are kept as <policy>-every-<n>")
-    f.add_argument("--cycles", type=int, default=12)
+    f.add_argument("--regime", choices=list(REGIMES), default="growing",
+                   help="growing: batch 5 %% of the first release's HTML pages, 12 cycles; covered: 10 %%, 16 cycles")
+    f.add_argument("--cycles", type=int, help="cycles instead of the regime's")
     f.add_argument("--jobs", type=int, default=1, help="refresh policies simulated in parallel")
     f.add_argument("--switch", choices=["at-start", "drawn"], default="at-start",
                    help="every page moves at its release's start, or at a cycle drawn for it (more ground truths)")
@@ -573,8 +681,8 @@ def main() -> None:
                 raise SystemExit("--revisit-cycles: only fixed and adaptive have a revisit interval; add --policies "
                                  "fixed adaptive")
             refresh(spec, [args.only_run] if args.only_run is not None else list(range(args.runs)), args.policies,
-                    args.cycles, args.jobs, args.switch, args.work, args.revisit_cycles)
-        print(refresh_results(args.runs))
+                    args.regime, args.jobs, args.switch, args.work, args.revisit_cycles, args.cycles)
+        print(refresh_results(args.runs, args.regime))
     else:
         workload(spec, args.out, args.run, args.queries)
     print(f"{args.command}_seconds={time.perf_counter() - t0:.0f}")

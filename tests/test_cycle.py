@@ -34,6 +34,7 @@ def _q(con: duckdb.DuckDBPyConnection, sql: str) -> list[tuple]:
 
 
 def test_two_cycles_fill_the_tables_politely(settings: Settings) -> None:
+    settings = replace(settings, refresh_share_min=0.05)  # cycle 2 fetches stored pages again, whatever they are worth
     stages.init(settings)
     said: list[str] = []
     first = stages.run_cycle(settings, DAY1, progress=said.append)

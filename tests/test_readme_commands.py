@@ -57,12 +57,13 @@ EXCLUDED = {
     "--cycles 16 --batch-size 190 --jobs 2 --out sim/ --user-agent \"me (+https://example.org/crawler)\"":
         "a series built from Debian packages (bench/series.py build), every refresh policy for 16 cycles: hours; "
         "tests/test_simulator.py simulates two-version series, serially and side by side",
-    ".venv/bin/python bench/series.py refresh --runs 3 --cycles 12":
-        "every refresh policy, three runs of twelve cycles on a series built from Debian packages: an hour and a half "
-        "on 2 cores; tests/test_simulator.py simulates two-version series with refresh policies",
-    ".venv/bin/python bench/series.py refresh --runs 3 --cycles 12 --policies fixed adaptive --revisit-cycles 3":
-        "Nutch's two schedules at a 3-cycle interval, three runs of twelve cycles on a series built from Debian "
-        "packages: 10 minutes on 2 cores; tests/test_simulator.py simulates two-version series with refresh policies",
+    ".venv/bin/python bench/series.py refresh --regime covered --runs 3 --jobs 2 --policies impact none user_centric":
+        "three refresh policies, three runs of sixteen cycles on a series built from Debian packages: about an hour "
+        "on 2 cores; tests/test_simulator.py simulates two-version series with refresh policies and checks the "
+        "change models' calibration",
+    ".venv/bin/python bench/series.py refresh --regime growing --runs 3 --jobs 2 --policies impact none":
+        "two refresh policies, three runs of twelve cycles on a series built from Debian packages: half an hour on 2 "
+        "cores; tests/test_simulator.py simulates two-version series with refresh policies",
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "
         "seeds, aggregation and tables, tests/test_simulator.py the simulations it runs",

@@ -105,7 +105,7 @@ def test_the_estimator_gives_cho_and_garcia_molina_s_rate_per_cycle(tmp_path: Pa
 
 
 def test_a_page_s_rate_is_pooled_over_its_path_group_and_host_while_it_has_few_checks(tmp_path: Path) -> None:
-    s = state(tmp_path, "impact", refresh_prior_weight=4.0, change_rate_prior=0.1)
+    s = state(tmp_path, "impact", refresh_prior_weight=4.0, change_rate_prior=0.1, change_model="poisson")
     with connect(s) as con:
         stored(con, "http://a.test/docs/many", 2, (True, False) * 5)          # 10 checks of its own
         stored(con, "http://a.test/docs/two", 2, (True, True), gap=2)        # 2 checks, 2 cycles apart
@@ -135,7 +135,7 @@ def test_a_page_s_rate_is_pooled_over_its_path_group_and_host_while_it_has_few_c
 
 
 def test_v_page_freshness_reads_the_refresh_settings_of_the_latest_cycle(tmp_path: Path) -> None:
-    s = state(tmp_path, "fixed", fixed_revisit_cycles=5)
+    s = state(tmp_path, "fixed", fixed_revisit_cycles=5, change_model="poisson")
     with connect(s) as con:
         stored(con, "http://a.test/p", 3, (False, True))
         row = con.sql("SELECT * FROM v_page_freshness").pl().row(0, named=True)
@@ -178,7 +178,7 @@ def test_the_moving_share_is_the_carried_impact_a_change_moves_beyond_what_moves
 
 
 def test_p_changed_follows_the_host_s_checks_since_the_page_s_own(tmp_path: Path) -> None:
-    s = state(tmp_path, "impact", refresh_prior_weight=2.0, change_rate_prior=0.1)
+    s = state(tmp_path, "impact", refresh_prior_weight=2.0, change_rate_prior=0.1, change_model="poisson")
     with connect(s) as con:
         stored(con, "http://a.test/old", 6)                      # fetched before the release
         for i in range(3):                                        # the release: three checked since, all changed
@@ -196,6 +196,48 @@ def test_p_changed_follows_the_host_s_checks_since_the_page_s_own(tmp_path: Path
     assert f["http://c.test/old"]["p_changed"] == pytest.approx(by_rate["c.test"]) == 1 - math.exp(-0.1 * 6)
     # the released pages were checked after each other's previous fetch: they count each other, not themselves
     assert f["http://a.test/released-0"]["sibling_checks"] == 0
+
+
+def test_bursts_a_release_seen_makes_older_copies_likely_changed_and_newer_ones_fresh(tmp_path: Path) -> None:
+    """A host's release, seen by three checks in cycle 15, tells P(changed) of its pages by when their copy was made:
+    a copy older than the release is likely changed (the release's share), one made after it is fresh but for a
+    release not seen yet, where the Poisson rate reads the release as a change per cycle for every page."""
+    w, prior = 2.0, 0.1
+    s = state(tmp_path, "impact", refresh_prior_weight=w, change_rate_prior=prior)
+    assert s.change_model == "bursts"
+    with connect(s) as con:
+        stored(con, "http://a.test/old", 10)                             # copy of cycle 11: before the release
+        stored(con, "http://a.test/straddles", 8)                        # copy of cycle 13
+        for i in range(3):                                                # checked in cycle 15 (copies of 11): changed
+            stored(con, f"http://a.test/released-{i}", 6, (True,), gap=4)
+        stored(con, "http://a.test/kept", 6, (False,), gap=4)             # checked in 15 too: the release spared it
+        stored(con, "http://a.test/late", 5, (True,), gap=8)              # copy of 8 checked in 16: the same release
+        for i in range(4):                                                # checked in 18 (copies of 16): unchanged
+            stored(con, f"http://a.test/after-{i}", 3, (False,), gap=2)
+        stored(con, "http://a.test/news", 1, (True,) * 4, gap=1)          # changed in 17..20, alone each time
+        stored(con, "http://b.test/page", 5)                              # a host never checked: the prior
+        stored(con, "http://c.test/one", 9, (True,), gap=4)              # copy of 8 changed in 12: an event
+        stored(con, "http://c.test/two", 7, (True,), gap=5)              # copy of 9 changed in 14: the same one
+        stored(con, "http://c.test/three", 5, (True,), gap=3)            # copy of 13 changed in 16: another
+    f = freshness(s)
+    assert f["http://c.test/one"]["host_events"] == 2
+    share = (4 + w * 0.5) / (5 + w)                       # of the 5 checks whose window spans it, 4 changed
+    assert f["http://a.test/old"]["host_events"] == 1     # the late check's window (8, 16] holds the release of 15
+    rate = (1 + w * prior) / ((NOW + 1 - 8) + w)          # one event over the cycles since the first checked copy
+    unseen = 1 - math.exp(-rate * (NOW + 1 - 18))         # an event since the host's last check (cycle 18)
+    assert f["http://a.test/old"]["p_bursts"] == pytest.approx(share)
+    # the changed checks replaced copies of cycle 11: the release came in 12..15, for a copy of 13 half of it after
+    assert f["http://a.test/straddles"]["p_bursts"] == pytest.approx(share * (1 - (1 - 2 / 4) * (1 - unseen)))
+    for fresh in ("after-0", "released-0", "kept"):
+        assert f[f"http://a.test/{fresh}"]["p_bursts"] == pytest.approx(share * unseen)
+        assert f[f"http://a.test/{fresh}"]["p_poisson"] > 3 * f[f"http://a.test/{fresh}"]["p_bursts"]
+    assert f["http://a.test/after-0"]["p_changed"] == f["http://a.test/after-0"]["p_bursts"]
+    # the news page changes on its own: its rate weighs 4 / (4 + w), and its changes are not the host's events
+    news = f["http://a.test/news"]
+    assert (news["solo_changes"], news["host_events"]) == (4, 1)
+    assert news["p_bursts"] == pytest.approx(4 / (4 + w) * (1 - math.exp(-math.log(9))) + w / (4 + w) * share
+                                             * (1 - math.exp(-rate)))
+    assert f["http://b.test/page"]["p_bursts"] == pytest.approx(0.5 * (1 - math.exp(-prior * 5)))
 
 
 # -- the rivals --------------------------------------------------------------------------------------------------------
@@ -302,7 +344,8 @@ def test_impact_refreshes_a_changing_page_with_impact_before_a_weak_new_url_and_
     assert hot["kind"] == "refresh" and strong["kind"] == "new"
     assert strong["expected_impact"] == pytest.approx(30.0)
     assert hot["rate_pooling"] == "page" and hot["moving_share"] == pytest.approx(0.5)
-    assert re.fullmatch(r"refresh: P\(changed\) 0\.9\d+ \(rate [\d.]+/cycle by page\) x carried impact [\d.]+ x "
+    # it changed on each of its six checks, alone: its own rhythm, not its host's events
+    assert re.fullmatch(r"refresh: P\(changed\) 0\.6\d+ \(its own rate [\d.]+/cycle\) x carried impact [\d.]+ x "
                         r"moving share 0\.5", hot["why"]), hot["why"]
     assert strong["why"].startswith("new: bfs priority -")
     assert strong["why"].endswith(", expected impact 30.0 x calibration 1.0")  # no new URL fetched before
@@ -334,11 +377,53 @@ def test_a_new_url_s_expected_impact_is_calibrated_by_what_the_last_new_urls_car
                                   f"{round(carried / 100, 4)}")
 
 
+def test_impact_probes_a_host_whose_latest_check_is_old_with_the_page_that_changed_with_its_events(
+        tmp_path: Path) -> None:
+    """One check tells whether a host had a change event since its latest: the probe is worth the impact its pages
+    would recover, and goes to the page that changed with the host's past event."""
+    s = state(tmp_path, "impact", batch_size=3, refresh_prior_weight=2.0, change_rate_prior=0.1)
+    with connect(s) as con:
+        stored(con, "http://a.test/changer", 9, (True,), gap=3)        # changed in the event seen in cycle 12
+        stored(con, "http://a.test/spared", 9, (False,), gap=3)        # checked in 12 too, unchanged
+        stored(con, "http://a.test/quiet", 9)
+        shown(con, "q", 10, ["http://a.test/quiet", "http://a.test/spared", "http://a.test/changer"])
+        new(con, "http://b.test/new", pagerank=0.01)
+    batch = choose(s)
+    with connect(s) as con:
+        values = dict(con.execute("SELECT url, value FROM refresh_scores WHERE score_cycle = ?", [NOW]).fetchall())
+        carried = dict(con.execute("SELECT url, carried_impact FROM carried_impact(?, ?)", [NOW, s.top_k]).fetchall())
+        f = freshness(s)
+    # the probe takes a slot no new URL wants; the other pages, each likely unchanged, leave theirs empty
+    assert batch["url"].to_list() == ["http://a.test/changer", "http://b.test/new"]
+    assert batch["why"][0].startswith("refresh: probe of a.test: P(a change event since its latest check) ")
+    share = (1 + 2.0 * 0.5) / (2 + 2.0)
+    unseen = 1 - math.exp(-(1 + 2.0 * 0.1) / ((NOW + 1 - 9) + 2.0) * (NOW + 1 - 12))
+    assert f["http://a.test/quiet"]["host_unseen"] == pytest.approx(unseen)
+    assert values["http://a.test/changer"] == pytest.approx(unseen * share * 0.5 * sum(carried.values()))
+    # the other pages keep their own value: P(changed) x carried impact x moving share
+    assert values["http://a.test/quiet"] == pytest.approx(
+        f["http://a.test/quiet"]["p_changed"] * carried["http://a.test/quiet"] * 0.5)
+
+
+def test_refreshes_of_equal_value_go_by_p_changed(tmp_path: Path) -> None:
+    """Pages that carry no impact today are all worth nothing: the refreshes that fill the batch take the copies most
+    likely stale first, not the first URLs."""
+    s = state(tmp_path, "impact", batch_size=1, refresh_prior_weight=2.0)
+    with connect(s) as con:
+        for i in range(3):                                                 # a release seen in cycle 15
+            stored(con, f"http://a.test/released-{i}", 6, (True,), gap=4)
+        stored(con, "http://a.test/fresh", 3)                              # copy of 18: after it
+        stored(con, "http://a.test/z-stale", 10)                           # copy of 11: before it
+    batch = choose(s)
+    assert batch["url"].to_list() == ["http://a.test/z-stale"]
+    assert batch["p_changed"][0] > 3 * freshness(s)["http://a.test/fresh"]["p_changed"]
+
+
 def test_the_split_follows_the_values(tmp_path: Path) -> None:
     s = impact_state(tmp_path)
-    with connect(s) as con:  # the hot page as static as the other and shown nowhere: the weak new URL beats both
+    with connect(s) as con:  # the hot page as static as the other, neither shown: the weak new URL beats both
         con.execute("UPDATE page_checks SET changed = false, outcome = 'unchanged'")
-        con.execute("DELETE FROM query_results WHERE url = 'http://a.test/hot'")
+        con.execute("DELETE FROM query_results")
     assert choose(s)["url"].to_list() == ["http://b.test/strong", "http://b.test/weak"]
 
 
@@ -350,8 +435,18 @@ def test_the_floor_and_cap_of_the_refresh_share_hold(tmp_path: Path) -> None:
     assert floored.filter(pl.col("kind") == "new")["url"].to_list() == ["http://b.test/strong"]
 
 
+def test_a_refresh_unlikely_to_find_a_change_leaves_a_spare_slot_empty(tmp_path: Path) -> None:
+    """Two new URLs for four slots: the hot page's refresh takes one, and the pages whose checks came back unchanged
+    (or that were never checked) would take the spare slots only to answer 304."""
+    batch = choose(impact_state(tmp_path / "default", batch_size=4))
+    assert batch["url"].to_list() == ["http://a.test/hot", "http://b.test/strong", "http://b.test/weak"]
+    assert batch.filter(pl.col("kind") == "refresh")["p_changed"].min() >= 0.5
+    filled = choose(impact_state(tmp_path / "filled", batch_size=4, refresh_fill_p_changed=0.0))
+    assert filled.height == 4 and filled["p_changed"].drop_nulls().min() < 0.5
+
+
 def test_the_per_host_cap_holds_for_new_urls_and_refreshes_together(tmp_path: Path) -> None:
-    s = impact_state(tmp_path, batch_size=6, per_host_cap=2)
+    s = impact_state(tmp_path, batch_size=6, per_host_cap=2, refresh_fill_p_changed=0.0)  # refreshes fill
     with connect(s) as con:
         new(con, "http://a.test/new-page", pagerank=1.0)  # worth less than the two refreshes of its host
     batch = choose(s)
@@ -382,7 +477,7 @@ def test_refresh_policy_none_leaves_the_batch_to_new_urls(tmp_path: Path) -> Non
 
 def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estimate_freshness(
         tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    s = state(tmp_path, "impact", change_rate_prior=0.2, refresh_prior_weight=1.0)
+    s = state(tmp_path, "impact", change_rate_prior=0.2, refresh_prior_weight=1.0, change_model="poisson")
     with connect(s) as con:
         stored(con, "http://a.test/fresh", 1, (False,))  # checked in cycle NOW
         stored(con, "http://a.test/old", 4)

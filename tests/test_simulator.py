@@ -329,6 +329,19 @@ def test_quality_freshness_and_age_on_a_web_whose_answer_is_known(two_versions: 
                                                "batch_new": 0.0, "batch_refresh": 0.0}
     assert summary["refresh_policy"] == "none" and summary["switch"] == "at-start"
     assert [v["start"] for v in summary["versions"]] == [1, 3]
+    # what the change models predicted as each cycle closed, against the next cycle's web: from cycle 3 on p1 holds
+    # another text and p2 is gone; home and p3 are as stored
+    predicted = list(csv.DictReader((tmp_path / "out" / "changes.csv").open()))
+    assert {(r["cycle"], r["url"].rsplit("/", 1)[1], r["changed"]) for r in predicted} == {
+        ("1", "", "false"), *((c, page, "true" if page in ("p1.html", "p2.html") else "false")
+                              for c in ("2", "3") for page in ("", "p1.html", "p2.html", "p3.html"))}
+    after = [r for r in predicted if int(r["cycle"]) + 1 >= 3]
+    calibration = summary["calibration"]
+    assert (calibration["pages"], calibration["changed"]) == (8, 0.5)
+    for model in ("p_poisson", "p_bursts"):
+        brier = sum((float(r[model]) - (r["changed"] == "true")) ** 2 for r in after) / len(after)
+        assert calibration[model]["brier"] == pytest.approx(brier, abs=1e-6)
+        assert sum(b["n"] for b in calibration[model]["bins"]) == 8
     with (tmp_path / "out" / "order.csv").open() as f:
         order = list(csv.DictReader(f))
     assert list(order[0]) == ["cycle", "url", "rank", "kind", "version", "outcome"]

@@ -51,6 +51,7 @@ ODDS_BARS = ("crawled", "frontier")
 HYBRID_MIXES = ("fixed", "learnt")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
+CHANGE_MODELS = ("poisson", "bursts")
 _PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
 # The sections, in the order of the settings reference and of `write_toml`.
 SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "refresh",
@@ -367,6 +368,9 @@ class Settings:
     refresh_share_min: float = refresh(0.0, "floor of the refresh share of a batch, while candidates last", low=0,
                                        high=1)
     refresh_share_max: float = refresh(1.0, "cap of the refresh share of a batch", low=0, high=1)
+    refresh_fill_p_changed: float = refresh(0.5, "impact: a refresh less likely to have changed than this takes a "
+                                            "slot only from a new URL it is worth more than, never one no new URL "
+                                            "takes (0: refreshes fill every slot)", low=0, high=1)
     refresh_budget: float = refresh(0.3, "share of the batch the quota policies (uniform, proportional, "
                                     "user_centric) spend on refreshes", low=0, high=1)
     fixed_revisit_cycles: int = refresh(30, "interval of refresh policy fixed, and adaptive's first interval "
@@ -375,6 +379,9 @@ class Settings:
                                        "(Nutch's db.fetch.schedule.adaptive.inc_rate)", low=0)
     adaptive_dec_rate: float = refresh(0.2, "adaptive: the interval shrinks by this share after a modified check "
                                        "(Nutch's db.fetch.schedule.adaptive.dec_rate)", low=0, below=1)
+    change_model: str = refresh("bursts", "how P(changed) of a stored page is estimated: poisson (a change rate per "
+                                "page, path group and host) or bursts (the host's change events, a page's own rate "
+                                "where its changes are its own)", choices=CHANGE_MODELS)
     change_rate_prior: float = refresh(0.1, "changes per cycle a page is expected to have while neither it, its path "
                                        "group nor its host has been checked", low=0)
     refresh_prior_weight: float = refresh(4.0, "checks' worth of the pooled estimate (path group, host, prior) in a "

@@ -131,11 +131,25 @@ JOIN sitemap_fetch_times(as_of) f ON f.url = p.url AND f.cycle = coalesce(p.chec
 -- Rate: change_rate over the page's checks that told changed or not (page_checks up to `as_of`), pooled while the
 -- page has few: each level's estimate is shrunk towards the one above it, as if it had refresh_prior_weight more
 -- checks at that rate: page -> its path group (url_path_group) -> its host -> change_rate_prior. `pooling` names the
--- level that weighs most in the result. P(changed) since the last fetch or check: the host's other pages checked since
--- (their previous check at or after this page's: sibling_checks, of which sibling_changes found a change) as
--- evidence, with refresh_prior_weight checks' worth of the rate's 1 - exp(-rate x cycles since). Sites change in
--- bursts (a release rewrites many pages at once): after one, the first checks find changes and raise P for the pages
--- not yet checked; once the host's checks come back unchanged, P falls, where a rate alone would stay high.
+-- level that weighs most in the result. P(changed) since the last fetch or check, by change_model:
+-- - poisson: the host's other pages checked since (their previous check at or after this page's: sibling_checks, of
+--   which sibling_changes found a change) as evidence, with refresh_prior_weight checks' worth of the rate's
+--   1 - exp(-rate x cycles since). One check that sees a release's change reads as a rate near one change per cycle,
+--   for the page, its path group and its host, long after the release.
+-- - bursts: sites change in bursts (a release rewrites many pages at once, then nothing changes for months). A host's
+--   change events are the cycles whose checks found changes, each after the latest copy a changed check replaced
+--   (`after`); a later detection is a new event only if its window (after, cycle] starts at or after the latest
+--   event, else it is that event found again on a copy older than it. P = q x P(an event since the page's copy): q, the share of the host's checks whose window spans an
+--   event that found a change (one half as refresh_prior_weight checks before any); an event
+--   detected after the copy counts whole, one whose window (after, cycle] straddles the copy by the share of the
+--   window after it; an event not detected yet by the host's events per cycle (change_rate_prior as
+--   refresh_prior_weight cycles' worth) over the cycles since its latest check. A page copied after the host's last
+--   event is fresh until the checks see another. A page whose own changes no other page of its host shared
+--   (`solo_changes`: news, changelogs) keeps its own rhythm: its own rate's 1 - exp(-rate x cycles since) weighs
+--   solo_changes / (solo_changes + refresh_prior_weight), and from two such changes on its checks leave the host's
+--   events to the other pages.
+-- host_unseen: P(an event of the host since its latest check), what a check of any of its pages would tell.
+-- p_poisson and p_bursts are both given; p_changed is change_model's (poisson for cycles recorded without it).
 -- by_sitemap: the page's host has proved its sitemap's lastmod dates (sitemap_trust), so P(changed) is the sitemap's
 -- word instead: its agreement if the latest lastmod is after the page's last fetch or check, 1 - agreement if not.
 -- adaptive_interval: Nutch's AdaptiveFetchSchedule over the page's checks in order, from fixed_revisit_cycles: x (1 +
@@ -144,8 +158,9 @@ JOIN sitemap_fetch_times(as_of) f ON f.url = p.url AND f.cycle = coalesce(p.chec
 -- (fixed, adaptive: when its interval has passed; the others: min_revisit_cycles after the check, then by value or
 -- budget), with the rule in words; overdue: max_revisit_cycles have passed (refreshed before any value).
 CREATE OR REPLACE MACRO page_freshness(as_of, conf) AS TABLE
-WITH s AS (
-    SELECT conf->>'refresh_policy' AS policy, (conf->>'change_rate_prior')::DOUBLE AS prior,
+WITH RECURSIVE s AS (
+    SELECT conf->>'refresh_policy' AS policy, coalesce(conf->>'change_model', 'poisson') AS model,
+           (conf->>'change_rate_prior')::DOUBLE AS prior,
            (conf->>'refresh_prior_weight')::DOUBLE AS w, (conf->>'min_revisit_cycles')::INTEGER AS lo,
            (conf->>'max_revisit_cycles')::INTEGER AS hi, (conf->>'fixed_revisit_cycles')::INTEGER AS fixed,
            (conf->>'adaptive_inc_rate')::DOUBLE AS inc, (conf->>'adaptive_dec_rate')::DOUBLE AS dec
@@ -155,6 +170,29 @@ WITH s AS (
     WHERE changed IS NOT NULL AND cycle <= as_of
 ), by_since AS (
     SELECT host, previous_cycle, count(*) AS n, count(*) FILTER (WHERE changed) AS x FROM seen GROUP BY ALL
+), solo AS (
+    SELECT s.url, count(*) AS solo_changes
+    FROM seen s
+    JOIN (SELECT host, cycle FROM seen GROUP BY ALL HAVING count(*) FILTER (WHERE changed) = 1) c USING (host, cycle)
+    WHERE s.changed GROUP BY 1
+), bursty AS (  -- the checks of pages without a rhythm of their own (two solo changes) tell the host's events
+    SELECT * FROM seen WHERE url NOT IN (SELECT url FROM solo WHERE solo_changes >= 2)
+), detections AS (
+    SELECT host, cycle, max(previous_cycle) FILTER (WHERE changed) AS after
+    FROM bursty GROUP BY ALL HAVING count(*) FILTER (WHERE changed) > 0
+), events(host, cycle, after) AS (  -- each detection whose window starts after the latest event: a new event
+    SELECT host, min(cycle), arg_min(after, cycle) FROM detections GROUP BY host
+    UNION ALL
+    SELECT d.host, d.cycle, d.after
+    FROM events e JOIN detections d ON d.host = e.host AND d.cycle > e.cycle AND d.after >= e.cycle
+    QUALIFY row_number() OVER (PARTITION BY d.host ORDER BY d.cycle) = 1
+), host_events AS (
+    SELECT b.host, count(DISTINCT e.cycle) AS events, max(b.cycle) AS last_check, min(b.previous_cycle) AS first_copy
+    FROM bursty b LEFT JOIN events e USING (host) GROUP BY 1
+), event_share AS (  -- of the checks whose window spans an event, those that found the page changed
+    SELECT s.host, count(*) AS n, count(*) FILTER (WHERE s.changed) AS x
+    FROM bursty s SEMI JOIN events e ON e.host = s.host AND e.cycle > s.previous_cycle AND e.cycle <= s.cycle
+    GROUP BY 1
 ), by_page AS (
     SELECT url, count(*) AS n, count(*) FILTER (WHERE changed) AS x, avg(gap) AS gap,
            list(changed ORDER BY cycle) AS history
@@ -174,11 +212,23 @@ WITH s AS (
            (SELECT coalesce(sum(b.n), 0)::BIGINT FROM by_since b
             WHERE b.host = p.host AND b.previous_cycle >= coalesce(p.checked_cycle, p.cycle)) AS sibling_checks,
            (SELECT coalesce(sum(b.x), 0)::BIGINT FROM by_since b
-            WHERE b.host = p.host AND b.previous_cycle >= coalesce(p.checked_cycle, p.cycle)) AS sibling_changes
+            WHERE b.host = p.host AND b.previous_cycle >= coalesce(p.checked_cycle, p.cycle)) AS sibling_changes,
+           coalesce((SELECT max(least(1, (e.cycle - coalesce(p.checked_cycle, p.cycle)) / (e.cycle - e.after)))
+                     FROM events e WHERE e.host = p.host
+                       AND e.cycle > coalesce(p.checked_cycle, p.cycle)), 0) AS event_detected,
+           coalesce(change_rate(c.n, c.x, c.gap), 0) AS own_rate,
+           coalesce(o.solo_changes, 0) AS solo_changes,
+           coalesce(he.events, 0) AS host_events, as_of - coalesce(he.first_copy, as_of) AS host_span,
+           as_of - greatest(coalesce(p.checked_cycle, p.cycle), coalesce(he.last_check, 0)) AS unseen,
+           as_of - coalesce(he.last_check, p.checked_cycle, p.cycle) AS host_unseen_cycles,
+           coalesce(es.n, 0) AS event_checks, coalesce(es.x, 0) AS event_changes
     FROM pages p
     LEFT JOIN by_page c ON c.url = p.url
     LEFT JOIN by_group g ON g.path_group = url_path_group(p.url)
     LEFT JOIN by_host h ON h.host = p.host
+    LEFT JOIN solo o ON o.url = p.url
+    LEFT JOIN host_events he ON he.host = p.host
+    LEFT JOIN event_share es ON es.host = p.host
 ), pooled AS (
     SELECT k.*, s.*,
            (k.host_mass + s.w * s.prior) / (k.host_checks + s.w) AS host_rate,
@@ -197,8 +247,17 @@ WITH s AS (
 ), weighed AS (
     SELECT *, page_share AS w_page, (1 - page_share) * group_share AS w_group,
            (1 - page_share) * (1 - group_share) * host_share AS w_host,
-           (1 - page_share) * (1 - group_share) * (1 - host_share) AS w_prior
+           (1 - page_share) * (1 - group_share) * (1 - host_share) AS w_prior,
+           (event_changes + w * 0.5) / (event_checks + w) AS event_share,
+           (host_events + w * prior) / (host_span + w) AS event_rate,
+           1 - (1 - event_detected) * exp(-(host_events + w * prior) / (host_span + w) * unseen) AS p_event,
+           solo_changes / (solo_changes + w) AS w_own
     FROM rated
+), estimated AS (
+    SELECT *,
+           (sibling_changes + w * (1 - exp(-rate * since))) / (sibling_checks + w) AS p_poisson,
+           w_own * (1 - exp(-own_rate * since)) + (1 - w_own) * event_share * p_event AS p_bursts
+    FROM weighed
 )
 SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, changes, sibling_checks, sibling_changes,
        round(rate, 12) AS change_rate,
@@ -206,8 +265,15 @@ SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, chang
             WHEN w_group >= greatest(w_host, w_prior) THEN 'path_group'
             WHEN w_host >= w_prior THEN 'host' ELSE 'prior' END AS pooling,
        round(CASE WHEN t.told_changed THEN t.agreement WHEN NOT t.told_changed THEN 1 - t.agreement
-                  ELSE (sibling_changes + w * (1 - exp(-rate * since))) / (sibling_checks + w) END, 12) AS p_changed,
+                  WHEN model = 'bursts' THEN p_bursts ELSE p_poisson END, 12) AS p_changed,
+       round(p_poisson, 12) AS p_poisson, round(p_bursts, 12) AS p_bursts, host_events, solo_changes,
+       round(event_share, 12) AS event_share, round(1 - exp(-event_rate * host_unseen_cycles), 12) AS host_unseen,
        t.url IS NOT NULL AS by_sitemap,
+       CASE WHEN t.url IS NOT NULL THEN 'by its sitemap''s lastmod'
+            WHEN model = 'poisson' THEN 'rate ' || round(rate, 4) || '/cycle by ' || pooling
+            WHEN w_own >= 0.5 THEN 'its own rate ' || round(own_rate, 4) || '/cycle'
+            ELSE 'P(a change event of its host since) ' || round(p_event, 4) || ' of ' || host_events || ' seen x '
+                 || round(event_share, 4) || ' of pages an event changes' END AS basis,
        round(adaptive_interval, 9) AS adaptive_interval,
        CASE policy WHEN 'none' THEN NULL
                    WHEN 'fixed' THEN checked_cycle + fixed
@@ -220,4 +286,4 @@ SELECT url, host, path_group, checked_cycle, changed_cycle, since, checks, chang
                                         || ' checks, ' || changes || ' changed)'
                    ELSE 'a candidate ' || lo || ' cycles after its last check, taken by ' || policy
                         || '; before any other once ' || hi || ' cycles have passed' END AS due_rule
-FROM weighed LEFT JOIN sitemap_trust(as_of, conf) t USING (url);
+FROM estimated LEFT JOIN sitemap_trust(as_of, conf) t USING (url);

@@ -144,13 +144,15 @@ ORDER BY b.fetch_cycle, b.rank;
 -- How fresh is each stored page likely to be when the next cycle fetches: when it was last fetched or checked and last
 -- found changed, its checks and the changes they found, its estimated change rate per cycle (Cho & Garcia-Molina's
 -- estimator, pooled over its path group and host while it has few checks: `pooling` names the level that weighs
--- most), the host's checks since its own and the changes they found, P(changed since its last fetch) from both (or
--- from its sitemap's lastmod once its host's sitemap has proved it: by_sitemap), and from which cycle the refresh
--- policy would fetch it again and why
+-- most), the host's checks since its own and the changes they found, the host's change events and the page's own
+-- changes no other page shared, P(changed since its last fetch) by the change model in use with its basis in words
+-- (or from its sitemap's lastmod once its host's sitemap has proved it: by_sitemap) and by each model, and from which
+-- cycle the refresh policy would fetch it again and why
 -- (page_freshness in functions.sql, with the refresh settings of the latest cycle's record).
 CREATE OR REPLACE VIEW v_page_freshness AS
 SELECT url, host, checked_cycle AS last_fetched, changed_cycle AS last_changed, checks, changes, change_rate, pooling,
-       sibling_checks, sibling_changes, p_changed, by_sitemap, next_due, overdue, due_rule AS why
+       sibling_checks, sibling_changes, host_events, solo_changes, p_changed, p_poisson, p_bursts, basis, by_sitemap,
+       next_due, overdue, due_rule AS why
 FROM page_freshness((SELECT coalesce(max(cycle), 0) + 1 FROM cycles),
                     (SELECT settings->'values' FROM cycles WHERE settings IS NOT NULL ORDER BY cycle DESC LIMIT 1))
 ORDER BY p_changed DESC, url;

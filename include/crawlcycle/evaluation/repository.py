@@ -19,10 +19,15 @@
   signature (``pages.content_hash``) equals the live page's; a page the live web no longer has is not fresh.
 - **Age**: the mean over indexed pages of the cycles since the live page last matched the stored copy (0 when
   fresh; a page that diverged at the cycle measured is 1 old).
+- **Calibration of the change models**: what each model (``change_model``) predicted at the close of a cycle, P(the
+  stored copy differs from the page the next fetch would get), against what the next cycle's live web holds (a page
+  gone counts as changed): per bin of predicted P, the mean prediction and the share changed, and the Brier score
+  (mean squared error of the predictions; 0 is perfect, always answering the base rate scores rate x (1 - rate)).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -88,6 +93,41 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
     row["freshness"] = sum(a == 0 for a in ages) / len(ages) if ages else None
     row["age"] = sum(ages) / len(ages) if ages else None
     return {**row, "indexed": len(ages), "batch_new": split.get("new", 0), "batch_refresh": split.get("refresh", 0)}
+
+
+CHANGE_MODELS = ("p_poisson", "p_bursts")
+
+
+def predicted_changes(settings: Settings, cycle: int, live: dict[str, str | None]) -> pl.DataFrame:
+    """Every stored page as cycle ``cycle`` of the crawl of ``settings`` closed, with what each change model predicts
+    for the fetch of the next cycle (``CHANGE_MODELS``) and ``changed``: its stored copy differs from ``live``, the
+    main-text signatures of the next cycle's web (``live_hashes``)."""
+    with connect(settings, read_only=True) as con:
+        rows = query(con, "evaluation/repository/predicted_changes", fetch_cycle=cycle + 1,
+                     refresh=json.dumps(settings.section("refresh")))
+    now = pl.DataFrame({"url": list(live), "live_hash": list(live.values()), "live": True},
+                       schema={"url": pl.String, "live_hash": pl.String, "live": pl.Boolean})
+    differs = pl.col("live").is_null() | pl.col("live_hash").ne_missing(pl.col("content_hash"))
+    return rows.join(now, on="url", how="left").with_columns(cycle=pl.lit(cycle, pl.Int32), changed=differs) \
+        .drop("live_hash", "live", "content_hash")
+
+
+def calibration(predicted: pl.DataFrame, bins: int = 10) -> dict:
+    """Per change model: ``brier`` and ``bins``, the predictions cut at k / ``bins`` (n, mean predicted, share
+    changed), over ``predicted`` (rows of :func:`predicted_changes`); with the pages' base rate of change."""
+    if predicted.is_empty():
+        return {}
+    changed = predicted["changed"].cast(pl.Float64)
+    out: dict = {"pages": predicted.height, "changed": round(float(changed.mean()), 6)}
+    for model in CHANGE_MODELS:
+        p = predicted[model]
+        per_bin = predicted.with_columns(bin=(p * bins).floor().clip(0, bins - 1).cast(pl.Int32)).group_by("bin").agg(
+            n=pl.len(), predicted=pl.col(model).mean(), observed=pl.col("changed").cast(pl.Float64).mean()
+        ).sort("bin")
+        out[model] = {"brier": round(float(((p - changed) ** 2).mean()), 6),
+                      "bins": [{k: round(v, 6) if isinstance(v, float) else v for k, v in row.items()}
+                               for row in per_bin.iter_rows(named=True)]}
+    return out
 
 
 def summary(rows: list[dict], first_switch: int | None) -> dict:

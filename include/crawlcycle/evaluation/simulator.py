@@ -42,6 +42,11 @@ policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
   the full snapshot link graph). A fetch credits the page it ended on (the redirect target), once.
 - ``quality.csv``: per cycle the repository's user-centric quality by each judge, freshness and age
   (:mod:`crawlcycle.evaluation.repository`), the indexed pages and the batch's new URLs and refreshes.
+- ``changes.csv`` (a series only): per cycle but the last, every stored page with what each change model predicted
+  for the next fetch (``p_poisson``, ``p_bursts``, and ``p_changed``, the one the run used) and whether the next
+  cycle's web holds another text (``changed``); ``summary.json``'s ``calibration`` bins them and gives each model's
+  Brier score, over the predictions for the cycles from the first switch on; ``refresh_outcomes`` counts what the
+  refreshes of those cycles found (``outcome`` of ``order.csv``).
 - ``summary.json``: per budget in ``BUDGETS`` (share of the snapshot's pages) ``pct_of_ideal``, ``p_cs`` and
   ``p_st``, null when the run fetched fewer URLs than the budget (``budgets``: the reference judge;
   ``budgets_by_judge``: each judge); plus counts, the run's seconds and the ground truth's; ``versions`` and
@@ -352,16 +357,18 @@ def plan_runs(policies: list[str], refresh_policies: list[str], out: Path) -> li
 
 
 def run_crawl(base: Settings, run: Run, web: Series, hosts: set[str], query_file: Path, seeds: Path, cycles: int,
-              truths: list[Truth], progress: Callable[[str], None]) -> tuple[Settings, list[dict]]:
+              truths: list[Truth], progress: Callable[[str], None]
+              ) -> tuple[Settings, list[dict], pl.DataFrame | None]:
     """``cycles`` real crawl cycles of ``run`` over ``web``, served by a server of its own whose clock is the cycle,
-    in a fresh database under ``<run folder>/work``; the settings it ran with and each cycle's repository figures
-    (measured as the cycle closes, against ``truths``, the ground truth of each cycle)."""
+    in a fresh database under ``<run folder>/work``; the settings it ran with, each cycle's repository figures
+    (measured as the cycle closes, against ``truths``, the ground truth of each cycle) and, on a series, what the
+    change models predicted against what changed (``repository.predicted_changes``; else None)."""
     work = run.folder / "work"
     shutil.rmtree(work, ignore_errors=True)
     start = date.fromisoformat(base.start_date)
     days = [start + timedelta(days=k) for k in range(cycles)]
     hashes = [repository.live_hashes(t) for t in truths]
-    rows = []
+    rows, predicted = [], []
     with serve(web) as server:
         settings = with_overrides(base, {
             "policy": run.policy, "refresh_policy": run.refresh_policy, "db_path": str(work / "crawl.duckdb"),
@@ -379,12 +386,14 @@ def run_crawl(base: Settings, run: Run, web: Series, hosts: set[str], query_file
             server.set_time(k)
             summary = stages.run_cycle(settings, day, progress=lambda m: None)
             rows.append(repository.measure(settings, k, truths, hashes))
+            if k < cycles and len(web.webs) > 1:
+                predicted.append(repository.predicted_changes(settings, k, hashes[k]))
             spent = time.perf_counter() - t0
             wasted = "" if summary["waste_share"] is None else f" (waste {100 * summary['waste_share']:.0f} %)"
             progress(f"{run.name}: cycle {k}/{cycles} done, {summary['fetched']} fetched{wasted}, quality "
                      f"{_figure(rows[-1]['quality'])}, freshness {_figure(rows[-1]['freshness'])}, {spent:.0f} s; "
                      f"about {spent / k * (cycles - k):.0f} s left for {run.name}")
-    return settings, rows
+    return settings, rows, pl.concat(predicted) if predicted else None
 
 
 def _figure(value: float | None) -> str:
@@ -401,11 +410,15 @@ def _run_outputs(base: Settings, run: Run, web: Series, hosts: set[str], query_f
     """Run one crawl and write its outputs into its folder; (summary, curve, repository rows). Top-level, for a
     process pool."""
     t0 = time.perf_counter()
-    settings, rows = run_crawl(base, run, web, hosts, query_file, seeds, cycles, truths, progress)
+    settings, rows, predicted = run_crawl(base, run, web, hosts, query_file, seeds, cycles, truths, progress)
     seconds = time.perf_counter() - t0
     order = fetch_order(settings)
+    outcomes = None
     if len(web.webs) > 1:
-        fetches(settings, web).write_csv(run.folder / "order.csv")
+        tried = fetches(settings, web)
+        tried.write_csv(run.folder / "order.csv")
+        outcomes = dict(tried.filter((pl.col("kind") == "refresh") & (pl.col("cycle") >= (web.first_switch() or 0)))
+                        .group_by("outcome").len().sort("outcome").iter_rows())
     else:
         order.select("url", "cycle", "rank").write_csv(run.folder / "order.csv")
     truth = truths[0]
@@ -413,6 +426,8 @@ def _run_outputs(base: Settings, run: Run, web: Series, hosts: set[str], query_f
     points.write_csv(run.folder / "curve.csv")
     plot({run.name: points}, run.folder / "curve.png", f"{run.name}: {cycles} cycles of {settings.batch_size}")
     repository.write_csv(rows, run.folder / "quality.csv")
+    if predicted is not None:
+        predicted.write_csv(run.folder / "changes.csv")
     repository.plot({label(run.name): rows}, run.folder / "quality.png", f"{run.name}: {cycles} cycles of "
                     f"{settings.batch_size}", web.first_switch())
     regret = batch_regret(settings, truth)
@@ -424,6 +439,9 @@ def _run_outputs(base: Settings, run: Run, web: Series, hosts: set[str], query_f
                "fetched": order.height, "hot_pages": int(truth.pages["hot"].sum()), "total_impact": truth.total(),
                "budgets": by_judge["reference"], "budgets_by_judge": by_judge,
                "repository": repository.summary(rows, web.first_switch()), "refresh": cycle_rows(settings, FRESHNESS),
+               "refresh_outcomes": outcomes,
+               "calibration": None if predicted is None else repository.calibration(
+                   predicted.filter(pl.col("cycle") + 1 >= (web.first_switch() or 0))),
                "engagement": engagement(settings), "waste": waste(settings), "regret": regret_summary(regret),
                "seconds": round(seconds, 2)}
     return summary, points, rows

@@ -51,7 +51,8 @@ def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
     stage_candidates(con, settings, cycle)
     check_inputs(con, entry.sql)
     (select,) = statements(entry.sql)
-    best = "first DESC, value DESC, url"
+    # equal values (pages that carry no impact today) go by P(changed): a fill should find changes, not 304s
+    best = "first DESC, value DESC, CAST(parts->>'p_changed' AS DOUBLE) DESC NULLS LAST, url"
     execute(con, "INSERT INTO refresh_scores (score_cycle, url, host, policy, value, first, parts) "
                  f"SELECT $cycle, url, host, $policy, value, first, parts FROM ({select}) "
                  f"QUALIFY row_number() OVER (PARTITION BY host ORDER BY {best}) <= 2 * $per_host_cap "
@@ -62,9 +63,9 @@ def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
 
 
 def scored(con: duckdb.DuckDBPyConnection, cycle: int) -> pl.DataFrame:
-    """The refresh candidates cycle ``cycle`` scored: url, host, value, first, parts."""
-    return con.sql("SELECT url, host, value, first, parts FROM refresh_scores WHERE score_cycle = ? ORDER BY url",
-                   params=[cycle]).pl()
+    """The refresh candidates cycle ``cycle`` scored: url, host, value, first, parts, p_changed."""
+    return con.sql("SELECT url, host, value, first, parts, CAST(parts->>'p_changed' AS DOUBLE) AS p_changed "
+                   "FROM refresh_scores WHERE score_cycle = ? ORDER BY url", params=[cycle]).pl()
 
 
 def new_impact(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, new: pl.DataFrame) -> pl.DataFrame:
@@ -86,17 +87,21 @@ def _per_host(rows: pl.DataFrame, cap: int, taken: pl.DataFrame | None = None) -
 
 def divide(new: pl.DataFrame, refresh: pl.DataFrame, entry: RefreshPolicy, settings: Settings) -> pl.DataFrame:
     """The batch from the new URLs that may take a slot (url, host, priority, parts, overflow; under a ``value``
-    budget with ``value``, their expected impact) and the refresh candidates (url, host, value, first, parts): at most
+    budget with ``value``, their expected impact) and the refresh candidates (url, host, value, first, parts,
+    p_changed; equal values by P(changed)): at most
     ``batch_size`` URLs and ``per_host_cap`` per host, as url, host, kind, priority, parts, value, rank.
 
     The refresh part takes ``want`` pages within refresh_share_min and refresh_share_max of the batch: under
     ``value`` as many as the batch holds when both kinds are taken by value, under ``quota`` refresh_budget of the
     batch, under ``due`` every due page. The new URLs fill the rest in the ordering policy's order; under ``value``
-    and ``quota`` the refreshes fill what they leave. Rank: by value under ``value``; else the refreshes, the new
+    and ``quota`` the refreshes fill what they leave. Under ``value`` a refresh less likely to have changed than
+    refresh_fill_p_changed takes a slot only from a new URL it is worth more than, never an empty one, unless it is
+    overdue or a probe. Rank: by value under ``value``; else the refreshes, the new
     URLs, then the refreshes that fill. Either way the new URLs keep the ordering policy's order among themselves."""
     size, cap = settings.batch_size, settings.per_host_cap
     low, high = math.ceil(settings.refresh_share_min * size), math.floor(settings.refresh_share_max * size)
-    refresh = refresh.sort(["first", "value", "url"], descending=[True, True, False]).with_columns(
+    refresh = refresh.sort(["first", "value", "p_changed", "url"], descending=[True, True, True, False],
+                           nulls_last=True).with_columns(
         kind=pl.lit("refresh"), priority=pl.col("value"))
     new = new.sort(["overflow", "priority", "url"], descending=[False, True, False]).with_columns(
         kind=pl.lit("new"), first=pl.lit(False), value=pl.col("value") if "value" in new.columns else pl.lit(None))
@@ -110,7 +115,17 @@ def divide(new: pl.DataFrame, refresh: pl.DataFrame, entry: RefreshPolicy, setti
             ["first", "key", "kind", "at"], descending=[True, True, False, False]).drop("key", "at")
 
     if entry.budget == "value":
-        both = pl.concat([refresh.select("url", "host", "kind", "first", "value"),
+        # A refresh unlikely to find a change (P(changed) under refresh_fill_p_changed) takes a slot only from a new
+        # URL it is worth more than (the batch's weakest, per-host caps aside), unless overdue or a probe (what it
+        # tells is its worth): a slot left empty costs less than a check that finds nothing.
+        values = new["value"].fill_null(0.0).cum_min()
+        bar = values[size - 1] if new.height >= size else math.inf
+        probe = pl.col("parts").str.json_path_match("$.probe") == "true"
+        eligible = pl.col("first") | probe.fill_null(False) | (pl.col("value") > bar) | (
+            pl.col("p_changed").fill_null(1.0) >= settings.refresh_fill_p_changed)
+        # the others stay behind, for refresh_share_min alone
+        refresh = refresh.with_columns(eligible=eligible).sort("eligible", descending=True, maintain_order=True)
+        both = pl.concat([refresh.filter("eligible").select("url", "host", "kind", "first", "value"),
                           new.select("url", "host", "kind", "first", "value")], how="vertical_relaxed")
         want = _per_host(by_value(both), cap).head(size).filter(pl.col("kind") == "refresh").height
     else:
@@ -122,6 +137,8 @@ def divide(new: pl.DataFrame, refresh: pl.DataFrame, entry: RefreshPolicy, setti
     if entry.budget in ("value", "quota"):  # the refreshes fill what the new URLs leave
         room = max(0, min(size - batch.height, high - refreshed.height))
         rest = refresh.filter(~pl.col("url").is_in(refreshed["url"].implode()))
+        if entry.budget == "value":
+            rest = rest.filter("eligible")
         batch = pl.concat([batch, _per_host(rest, cap, batch).head(room).select(columns)], how="vertical_relaxed")
     if entry.budget == "value":
         batch = by_value(batch)

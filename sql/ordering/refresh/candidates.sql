@@ -14,7 +14,7 @@ WITH ready AS (
 SELECT p.*, coalesce(c.carried_impact, 0) AS carried_impact,
        json_object('since', p.since, 'checks', p.checks, 'changes', p.changes, 'change_rate', p.change_rate,
                    'pooling', p.pooling, 'sibling_checks', p.sibling_checks, 'sibling_changes', p.sibling_changes,
-                   'p_changed', p.p_changed, 'by_sitemap', p.by_sitemap,
+                   'p_changed', p.p_changed, 'by_sitemap', p.by_sitemap, 'basis', p.basis,
                    'carried_impact', round(coalesce(c.carried_impact, 0), 9)) AS estimate
 FROM page_freshness($fetch_cycle, $refresh::JSON) p
 JOIN frontier f ON f.url = p.url
