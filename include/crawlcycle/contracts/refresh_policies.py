@@ -39,7 +39,9 @@ class RefreshPolicy:
 REGISTRY = (
     RefreshPolicy("impact", "the expected search impact a re-fetch recovers: P(changed since the last check) × the "
                   "impact the page carries in today's top K (rank-weighted) × the share of changes that moved a page "
-                  "in or out of a top K; competes with the new URLs' expected impact for every slot", "value"),
+                  "in or out of a top K; competes with the new URLs' expected impact for every slot; one probe per "
+                  "host whose check tells whether the host changed since its latest; a page likely unchanged never "
+                  "takes a slot no new URL wants", "value"),
     RefreshPolicy("none", "no page is fetched again (the crawl before refreshes)", "none"),
     RefreshPolicy("fixed", "every `fixed_revisit_cycles` cycles, due pages first (Nutch's default schedule)", "due"),
     RefreshPolicy("adaptive", "Nutch's AdaptiveFetchSchedule: the interval grows by `adaptive_inc_rate` after an "
