@@ -139,11 +139,12 @@ JOIN sitemap_fetch_times(as_of) f ON f.url = p.url AND f.cycle = coalesce(p.chec
 -- - bursts: sites change in bursts (a release rewrites many pages at once, then nothing changes for months). A host's
 --   change events are the cycles whose checks found changes, each after the latest copy a changed check replaced
 --   (`after`); a later detection is a new event only if its window (after, cycle] starts at or after the latest
---   event, else it is that event found again on a copy older than it. P = q x P(an event since the page's copy): q, the share of the host's checks whose window spans an
---   event that found a change (one half as refresh_prior_weight checks before any); an event
---   detected after the copy counts whole, one whose window (after, cycle] straddles the copy by the share of the
---   window after it; an event not detected yet by the host's events per cycle (change_rate_prior as
---   refresh_prior_weight cycles' worth) over the cycles since its latest check. A page copied after the host's last
+--   event, else it is that event found again on a copy older than it. P = q x P(an event since the page's copy):
+--   q, the share of the host's checks whose window spans an event that found a change (one half as
+--   refresh_prior_weight checks before any); an event detected after the copy counts whole, one whose window
+--   (after, cycle] straddles the copy by the share of the window after it; an event not detected yet by the host's
+--   events per cycle (change_rate_prior as refresh_prior_weight cycles' worth) over the cycles since its latest
+--   check. A page copied after the host's last
 --   event is fresh until the checks see another. A page whose own changes no other page of its host shared
 --   (`solo_changes`: news, changelogs) keeps its own rhythm: its own rate's 1 - exp(-rate x cycles since) weighs
 --   solo_changes / (solo_changes + refresh_prior_weight), and from two such changes on its checks leave the host's
@@ -187,8 +188,9 @@ WITH RECURSIVE s AS (
     FROM events e JOIN detections d ON d.host = e.host AND d.cycle > e.cycle AND d.after >= e.cycle
     QUALIFY row_number() OVER (PARTITION BY d.host ORDER BY d.cycle) = 1
 ), host_events AS (
-    SELECT b.host, count(DISTINCT e.cycle) AS events, max(b.cycle) AS last_check, min(b.previous_cycle) AS first_copy
-    FROM bursty b LEFT JOIN events e USING (host) GROUP BY 1
+    SELECT b.host, coalesce(any_value(e.events), 0) AS events, max(b.cycle) AS last_check,
+           min(b.previous_cycle) AS first_copy
+    FROM bursty b LEFT JOIN (SELECT host, count(*) AS events FROM events GROUP BY 1) e USING (host) GROUP BY 1
 ), event_share AS (  -- of the checks whose window spans an event, those that found the page changed
     SELECT s.host, count(*) AS n, count(*) FILTER (WHERE s.changed) AS x
     FROM bursty s SEMI JOIN events e ON e.host = s.host AND e.cycle > s.previous_cycle AND e.cycle <= s.cycle

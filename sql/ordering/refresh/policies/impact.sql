@@ -17,12 +17,13 @@ WITH probes AS (
     FROM refresh_candidates c JOIN probes p USING (host)
     QUALIFY row_number() OVER (PARTITION BY c.host ORDER BY c.changes DESC, c.since DESC, c.carried_impact DESC,
                                                           c.url) = 1
-), valued AS (
+), owned AS (
     SELECT c.*, round(c.p_changed * c.carried_impact * $moving_share, 12) AS own,
-           coalesce(b.value, 0) > round(c.p_changed * c.carried_impact * $moving_share, 12) AS probing,
            b.value AS probe_value, b.unseen AS probe_unseen, b.share AS probe_share, b.pages AS probe_pages,
            b.carried AS probe_carried
     FROM refresh_candidates c LEFT JOIN probe b USING (url)
+), valued AS (
+    SELECT *, coalesce(probe_value, 0) > own AS probing FROM owned
 )
 SELECT url, host, CASE WHEN probing THEN probe_value ELSE own END AS value, overdue AS first,
        json_merge_patch(estimate, json_object(
