@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean docs docs-serve
+.PHONY: install demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean docs docs-serve reference
 
 # The virtual environment is (re)built from the dev lock (runtime set + test tools) whenever it or pyproject changes.
 $(VENV)/.installed: requirements-dev.lock pyproject.toml
@@ -13,6 +13,9 @@ $(VENV)/.installed: requirements-dev.lock pyproject.toml
 	$(BIN)/uv pip sync --quiet --python $(BIN)/python requirements-dev.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	touch $@
+
+# The virtual environment alone, for a crawl of your own (docs/howto/your-own-crawl.md).
+install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(BIN)/crawlcycle demo --cycles 3
@@ -43,6 +46,11 @@ docs: $(VENV)/.installed
 
 docs-serve: $(VENV)/.installed
 	$(BIN)/mkdocs serve
+
+# The tables of the documentation written from the code (settings, commands, policies), rewritten in their pages;
+# `--check` only tells which pages differ.
+reference: $(VENV)/.installed
+	$(BIN)/python -m crawlcycle.devtools.reference_pages
 
 bench-fetch: $(VENV)/.installed
 	$(BIN)/python bench/fetch.py

@@ -19,12 +19,13 @@ from airflow.sdk import Param, chain, dag, get_current_context, task
 
 from crawlcycle.airflow.support import (
     TASK_OVERRIDES,
+    choice_doc,
     dag_settings,
     default_args,
-    policy_doc,
     run_interval,
     task_args,
 )
+from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import POLICIES
 
@@ -50,12 +51,15 @@ def _run(task_name: str, inputs: dict[str, object]) -> object:
     schedule=settings.schedule,
     start_date=pendulum.parse(settings.start_date),
     end_date=pendulum.parse(settings.end_date) if settings.end_date else None,
-    catchup=False,
+    catchup=settings.catchup,
     max_active_runs=1,
     max_consecutive_failed_dag_runs=settings.max_failed_runs,
     default_args=default_args(settings),
     params={
-        "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES], description_md=policy_doc()),
+        "policy": Param(None, type=["null", "string"], enum=[None, *POLICIES],
+                        description_md=choice_doc("policy", "ordering policy")),
+        "refresh_policy": Param(None, type=["null", "string"], enum=[None, *REFRESH_POLICIES],
+                                description_md=choice_doc("refresh_policy", "refresh policy")),
         "batch_size": Param(None, type=["null", "integer"], minimum=1, description="URLs in the next batch"),
         "per_host_cap": Param(None, type=["null", "integer"], minimum=1, description="most URLs per host"),
     },

@@ -1,6 +1,6 @@
-"""The documentation site (mkdocs.yml, docs/): it builds with warnings as errors, the pages written at build time
-match the code (settings, commands, policies), and the tables copied into pages are the code's and the benchmark's
-own."""
+"""The documentation site (mkdocs.yml, docs/): it builds with warnings as errors, the tables written from the code
+(settings, commands, policies) list what the code defines, and the tables copied into pages are the code's and the
+benchmark's own."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ import yaml
 from crawlcycle.cli import build_parser, commands
 from crawlcycle.contracts import refresh_policies
 from crawlcycle.contracts.policies import REGISTRY
+from crawlcycle.devtools import reference_pages
 from crawlcycle.settings import SECTIONS, SETTING_NAMES, describe
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-MARKERS = ("<!-- settings-table -->", "<!-- cli-commands -->", "<!-- policy-table -->", "<!-- include ")
+# What the hook replaces at build time; the generated blocks' markers are comments that stay in the pages.
+MARKERS = ("<!-- include ",)
 
 
 def _hooks():
@@ -56,7 +58,7 @@ def subcommands() -> dict[str, argparse.ArgumentParser]:
 
 def test_settings_table_lists_every_setting_with_its_default() -> None:
     assert "<!-- settings-table -->" in page("reference/settings.md")
-    table = hooks.render("<!-- settings-table -->")
+    table = reference_pages.settings_table()
     # one table per section, under its TOML table's name, each holding exactly that section's settings
     parts = re.split(r"^### `\[(\w+)\]`$", table, flags=re.MULTILINE)
     assert parts[1::2] == list(SECTIONS)
@@ -68,13 +70,13 @@ def test_settings_table_lists_every_setting_with_its_default() -> None:
 
 def test_command_reference_lists_every_subcommand_with_its_own_options_only() -> None:
     assert "<!-- cli-commands -->" in page("reference/cli.md")
-    parts = re.split(r"^## `crawlcycle ([\w-]+)`$", hooks.render("<!-- cli-commands -->"), flags=re.MULTILINE)
+    parts = re.split(r"^## `crawlcycle ([\w-]+)`$", reference_pages.cli_commands(), flags=re.MULTILINE)
     sections = dict(zip(parts[1::2], parts[2::2], strict=True))
     commands = subcommands()
     assert list(sections) == list(commands)
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     for choice in sub._choices_actions:
-        assert hooks.cell(choice.help) in sections[choice.dest], choice.dest
+        assert reference_pages.cell(choice.help) in sections[choice.dest], choice.dest
     for name, parser in commands.items():
         listed = re.findall(r"^\| `([\w-]+)", sections[name], flags=re.MULTILINE)
         # A command's own arguments: those not shared from the settings (a setting's flag keeps the setting's name).
@@ -86,13 +88,13 @@ def test_command_reference_lists_every_subcommand_with_its_own_options_only() ->
 
 def test_policy_table_lists_every_registered_policy() -> None:
     assert "<!-- policy-table -->" in page("explanation/ordering.md")
-    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", hooks.render("<!-- policy-table -->"), flags=re.MULTILINE)
+    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", reference_pages.policy_table(), flags=re.MULTILINE)
     assert rows == [(p.name, p.description) for p in REGISTRY]
 
 
 def test_refresh_policy_table_lists_every_registered_refresh_policy() -> None:
     assert "<!-- refresh-policy-table -->" in page("explanation/refresh.md")
-    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", hooks.render("<!-- refresh-policy-table -->"), flags=re.MULTILINE)
+    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", reference_pages.refresh_policy_table(), flags=re.MULTILINE)
     assert rows == [(p.name, p.description) for p in refresh_policies.REGISTRY]
 
 
@@ -155,6 +157,9 @@ def test_the_site_builds_strict_with_every_page_and_the_generated_references(tmp
     ordering = _html(site, "explanation/ordering.md").read_text()
     for policy in REGISTRY:
         assert f"<td><code>{policy.name}</code></td>" in ordering, policy.name
+    refresh = _html(site, "explanation/refresh.md").read_text()
+    for policy in refresh_policies.REGISTRY:
+        assert f"<td><code>{policy.name}</code></td>" in refresh, policy.name
     for plot in (ROOT / "bench" / "results").glob("*/curves.png"):
         assert (site / "img" / "bench" / plot.parent.name / "curves.png").read_bytes() == plot.read_bytes()
     for html in site.rglob("*.html"):

@@ -1,9 +1,9 @@
 """The policy registry is the one list of ordering policies: every entry has its SQL and its staging function,
-the README's table and the settings name exactly its policies, and a cycle's rollback clears the state they own."""
+the settings name exactly its policies (the documentation's table is written from it: tests/test_reference_pages.py),
+and a cycle's rollback clears the state they own."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,6 @@ from crawlcycle.settings import load_settings
 from tests.support.crawl_state import new_state
 from tests.support.demo import USER_AGENT
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 BASE = {"user_agent": USER_AGENT}
 
 
@@ -34,12 +33,6 @@ def test_every_staging_function_resolves() -> None:
         assert (stage is None) == (entry.stage == ""), entry.name
         if stage:
             assert callable(stage) and entry.stage.endswith(f":{stage.__name__}"), entry.name
-
-
-def test_the_readme_table_lists_exactly_the_registry_s_policies() -> None:
-    section = README.split("## Ordering policies", 1)[1].split("\n#", 1)[0]
-    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", section, flags=re.MULTILINE)
-    assert rows == [(p.name, p.description) for p in REGISTRY]
 
 
 def test_the_policy_setting_takes_the_registry_s_policies_only() -> None:

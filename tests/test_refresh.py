@@ -26,7 +26,6 @@ from tests.support.crawl_state import DAY, add_urls, new_state
 from tests.support.demo import USER_AGENT
 
 NOW = 20  # the cycle whose score and materialize stages choose the batch of cycle NOW + 1
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 
 
 def state(tmp_path: Path, refresh_policy: str, **overrides: object) -> Settings:
@@ -521,12 +520,6 @@ def test_every_refresh_policy_but_none_has_one_sql_statement_and_every_sql_file_
     for entry in REGISTRY:
         if entry.sql:
             assert len(statements(entry.sql)) == 1, entry.name
-
-
-def test_the_readme_refresh_table_lists_exactly_the_registry_s_policies() -> None:
-    section = README.split("## Refresh policies", 1)[1].split("\n#", 1)[0]
-    rows = re.findall(r"^\| `(\w+)` \| (.+) \|$", section, flags=re.MULTILINE)
-    assert rows == [(p.name, p.description) for p in REGISTRY]
 
 
 def test_the_refresh_settings_take_the_registry_s_policies_and_say_what_is_wrong() -> None:

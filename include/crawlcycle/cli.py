@@ -179,6 +179,22 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return demo.run_ui(_settings(args, fetches=True), port=args.port)
 
 
+def cmd_airflow(args: argparse.Namespace) -> int:
+    from crawlcycle.airflow.environment import airflow_home
+    from crawlcycle.devtools.airflow_stack import AirflowStack, run_until_stopped
+
+    config = _config(args)
+    if config is None or not config.is_file():
+        raise SettingsError(f"--config: {config or CONFIG_NAME}: no settings file (crawlcycle airflow runs the crawl "
+                            "a settings file describes)")
+    settings = _settings(args, fetches=True)
+    if not Path(settings.db_path).is_file():
+        raise SettingsError(f"db_path: {settings.db_path}: no crawl database yet; run `crawlcycle init --config "
+                            f"{config}` first")
+    # The tasks read the file itself (CRAWLCYCLE_CONFIG): an edit applies from the next cycle's begin.
+    return run_until_stopped(AirflowStack(airflow_home(config), port=args.port, config=config))
+
+
 def cmd_sql(args: argparse.Namespace) -> int:
     import duckdb
     import polars as pl
@@ -300,9 +316,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_airflow_env(args: argparse.Namespace) -> int:
-    from crawlcycle.airflow.environment import ROOT, airflow_env
+    from crawlcycle.airflow.environment import airflow_env, airflow_home
 
-    for key, value in airflow_env(ROOT / ".airflow", config=_config(args)).items():
+    config = _config(args)
+    for key, value in airflow_env(airflow_home(config), config=config).items():
         print(f"export {key}='{value}'")
     return 0
 
@@ -344,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycles", type=int, default=2, help="cycles to run (default 2)")
     p = add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C or "
                           "SIGTERM, which stop both")
+    p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
+    p = add("airflow", cmd_airflow, "start Airflow on the crawl of a settings file (scheduler, UI on "
+            "http://127.0.0.1:8080; its home .airflow beside the file) until Ctrl-C or SIGTERM", ())
     p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
     p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result", ("storage",))
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
@@ -388,7 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "`crawlcycle cycle --date` does")
     p.add_argument("--queries", help="query-log file (.tsv or .parquet) for every cycle; needed with --snapshot")
     p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/fault-run)")
-    add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on this project", ())
+    add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on the crawl of a settings "
+        "file (its Airflow home .airflow beside the file)", ())
     return parser
 
 

@@ -178,6 +178,9 @@ class Settings:
     end_date: str = orchestration("", "last data interval the scheduler runs by itself (YYYY-MM-DD; empty = no "
                                   "end); replays of a fixed set of query-log partitions set it to the last one",
                                   check=_date(optional=True), live=_DAG)
+    catchup: bool = orchestration(False, "the scheduler runs every interval from start_date that has no run yet, "
+                                  "oldest first (Airflow's catchup); off: only the latest complete interval, then "
+                                  "each as it ends", live=_DAG)
     shards: int = orchestration(4, "host shards per cycle; each is one mapped fetch/parse task", low=1)
     parse_workers: int = orchestration(0, "parser processes per parse task (0 = one per core)", low=0, live=_MACHINE)
     writer_queue: str = orchestration("crawl_writer", "Celery queue of every task that opens the DuckDB file (one "

@@ -12,6 +12,12 @@ ROOT = Path(__file__).resolve().parents[3]
 DAG_ID = "crawl_cycle"
 
 
+def airflow_home(config: Path | None) -> Path:
+    """Airflow's home for a crawl: ``.airflow`` beside its settings file, so each crawl has its own metadata database
+    and runs (the demo's crawlcycle.toml at the root: the root's ``.airflow``)."""
+    return (config.parent if config else ROOT) / ".airflow"
+
+
 def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dict[str, str]:
     """Environment for every Airflow process of this project (absolute paths; airflow.cfg has the rest)."""
     env = {

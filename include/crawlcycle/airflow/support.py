@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from crawlcycle.contracts.policies import REGISTRY
+from crawlcycle.contracts.refresh_policies import REGISTRY as REFRESH_REGISTRY
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, Task
 from crawlcycle.settings import Settings, load_settings
 
@@ -35,10 +36,12 @@ def dag_settings() -> Settings:
     return load_settings()
 
 
-def policy_doc() -> str:
-    """The DAG's policy parameter in Markdown: what leaving it empty does, and a line per policy."""
-    return "ordering policy for this run (empty: the policy setting)\n\n" + "\n".join(
-        f"- `{p.name}`: {p.description}" for p in REGISTRY)
+def choice_doc(setting: str, what: str) -> str:
+    """A DAG run parameter choosing a policy, in Markdown: what leaving it empty does, and a line per choice of its
+    registry (``policy``: the ordering policies, ``refresh_policy``: the refresh policies)."""
+    registry = {"policy": REGISTRY, "refresh_policy": REFRESH_REGISTRY}[setting]
+    return f"{what} for this run (empty: the {setting} setting)\n\n" + "\n".join(
+        f"- `{p.name}`: {p.description}" for p in registry)
 
 
 def default_args(settings: Settings) -> dict[str, Any]:
@@ -97,11 +100,14 @@ def worker_name() -> str:
 
 
 def run_interval(context: dict[str, Any]) -> tuple[date, date | None, str]:
-    """(interval start, interval end, run id) of the running DAG run.
+    """(the day the run crawls for, the end of its data interval, run id) of the running DAG run.
 
-    Scheduled runs and backfills have a data interval; a manual run without one uses the date it was
-    triggered for, so triggering the same day again replays that day's cycle.
+    The day is the run's logical date: for a scheduled run or a backfill the start of its data interval (airflow.cfg
+    has cron schedules make runs of whole intervals, each started once its interval is over), for a manual run the
+    date it was triggered for, so triggering the same day again replays that day's cycle. A manual run's data
+    interval is the last whole one before that date: not its own, so no end is recorded for it.
     """
-    start = context.get("data_interval_start") or context.get("logical_date") or context["dag_run"].run_after
-    end = context.get("data_interval_end")
+    start = context.get("logical_date") or context["dag_run"].run_after
+    interval = context.get("data_interval_start"), context.get("data_interval_end")
+    end = interval[1] if interval[0] == start else None
     return start.date(), end.date() if end else None, context["run_id"]

@@ -1,5 +1,5 @@
 """The ordering policies, one entry each: the registry that settings, the score stage, a cycle's rollback, the DAG's
-policy parameter and the README's policy table read.
+policy parameter and the policy table of the documentation read.
 
 Kept light (the standard library only): settings and the DAG parser import it on every parse, so an entry names its
 staging function as ``"module:function"``, imported only when the policy scores (``registry.stage_function``).
@@ -22,7 +22,7 @@ T = TypeVar("T", bound=_Named)  # an entry of a registry
 @dataclass(frozen=True)
 class Policy:
     name: str
-    description: str  # one line of Markdown: the README's policy table and the DAG's policy parameter
+    description: str  # one line of Markdown: the documentation's policy table and the DAG's policy parameter
     stage: str = ""  # "module:function" staging the SQL's inputs and returning its parameters; empty: SQL alone
     owns: tuple[str, ...] = ()  # tables of state the policy writes by cycle: a cycle's rollback deletes its rows
 

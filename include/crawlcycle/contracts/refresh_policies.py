@@ -1,5 +1,6 @@
 """The refresh policies, one entry each: which fetched pages a batch fetches again, and how many of its slots they
-take. The registry that settings, the score stage, materialize, the README's refresh table and the docs read.
+take. The registry that settings, the score stage, materialize, the DAG's refresh_policy parameter and the docs'
+refresh table read.
 
 A refresh policy is chosen apart from the ordering policy (``contracts/policies.py``), which keeps ordering the new
 URLs. Its SQL (``sql/ordering/refresh/policies/<name>.sql``) selects ``(url, host, value, first, parts)`` from the
@@ -27,7 +28,7 @@ BUDGETS = ("none", "due", "quota", "value")
 @dataclass(frozen=True)
 class RefreshPolicy:
     name: str
-    description: str  # one line of Markdown: the README's refresh table
+    description: str  # one line of Markdown: the docs' refresh table and the DAG's refresh_policy parameter
     budget: str  # one of BUDGETS
 
     @property

@@ -196,6 +196,24 @@ class AirflowStack:
                         params={"limit": 1000})["task_instances"]
 
 
+def run_until_stopped(stack: AirflowStack) -> int:
+    """Start Airflow (setting its metadata database up on the first start) and keep it running until Ctrl-C or
+    SIGTERM, which stop it (0); 1 if it exits by itself."""
+    if not (stack.home / "airflow.db").exists():
+        stack.setup()
+    with stack:
+        stack.start()
+        print(f"Airflow UI: {stack.url}  (login {ADMIN[0]} / {ADMIN[1]}); logs in {stack.home}.  Ctrl-C stops it.",
+              flush=True)
+        try:
+            while stack.running:
+                time.sleep(1)
+        except KeyboardInterrupt:  # the way it is meant to stop (Ctrl-C, or SIGTERM: see crawlcycle.cli.main)
+            return 0
+    print(f"Airflow exited; see {stack.home / 'standalone.log'}", file=sys.stderr)
+    return 1
+
+
 def stop_group(proc: subprocess.Popen, sig: int = signal.SIGTERM, grace: float = 30) -> None:
     """Send ``sig`` to the process group ``proc`` leads (started with ``start_new_session``) and wait for every
     member to exit; kill those still running after ``grace`` seconds."""

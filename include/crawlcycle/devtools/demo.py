@@ -23,7 +23,7 @@ import duckdb
 
 from crawlcycle.airflow.environment import ROOT
 from crawlcycle.airflow.task_overhead import utc
-from crawlcycle.devtools.airflow_stack import AirflowStack
+from crawlcycle.devtools.airflow_stack import AirflowStack, run_until_stopped
 from crawlcycle.devtools.demo_web import DAYS, day_warc, generate
 from crawlcycle.devtools.warc_server import Series, ServerHandle, check_warc, run_forever, serve
 from crawlcycle.pipeline.stages import init
@@ -165,18 +165,8 @@ def run_demo(settings: Settings, cycles: int = 3, airflow_home: Path | None = No
 
 def run_ui(settings: Settings, port: int = 8080) -> int:
     """Serve the demo web and run Airflow until interrupted, for exploring the UI."""
-    stack = AirflowStack(ROOT / ".airflow", port=port, config=_task_config(settings))
-    if not (stack.home / "airflow.db").exists():
-        stack.setup()
-    with start_web(settings), stack:
-        stack.start()
-        print(f"Airflow UI: {stack.url}  (login admin / admin).  Ctrl-C stops Airflow and the demo web.", flush=True)
-        try:
-            while stack.running:
-                time.sleep(1)
-        except KeyboardInterrupt:
-            pass
-    return 0
+    with start_web(settings):
+        return run_until_stopped(AirflowStack(ROOT / ".airflow", port=port, config=_task_config(settings)))
 
 
 def _task_config(settings: Settings) -> Path:
