@@ -86,10 +86,16 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings, tmp_path: Path,
 
     monkeypatch.setattr(stages, "refit_models", refit_then_edit)
     dag = dagbag.dags["crawl_cycle"]
-    for day in (1, 2):
-        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
+    for day in (1, 2):  # the second with a run parameter, as the trigger form gives it
+        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC),
+                       run_conf={"refresh_policy": "none"} if day == 2 else None)
         assert run.state == "success", run
     with connect(settings, read_only=True) as con:
+        assert con.execute("SELECT settings->'values'->>'refresh_policy', settings->'sources'->>'refresh_policy' "
+                           "FROM cycles ORDER BY cycle").fetchall() == [
+            ("impact", None), ("none", "run parameter refresh_policy")]
+        assert con.execute("SELECT count(*) FROM batches WHERE fetch_cycle = 3 AND kind = 'refresh'").fetchall() == [
+            (0,)]
         cycles = con.execute("SELECT cycle, interval_start, status, fetched FROM cycles ORDER BY cycle").fetchall()
         assert [(c, str(d), s) for c, d, s, _ in cycles] == [(1, "2026-11-01", "done"), (2, "2026-11-02", "done")]
         assert all(f > 0 for *_, f in cycles)
