@@ -24,12 +24,19 @@ demo: $(VENV)/.installed
 celery-demo: $(VENV)/.installed
 	$(BIN)/crawlcycle celery-demo
 
-test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q
+# The tests that start Airflow, system services or a browser, or kill tasks at random points: the rest run side by
+# side, one worker per core (pytest-xdist).
+FAST := not airflow and not services and not browser and not faults
 
-# Everything but the tests that start Airflow, system services or a browser, one worker per core (pytest-xdist).
+# The whole suite: the fast part side by side, then those one at a time (they hold ports and both cores), each
+# part ending with its 20 slowest tests; fails if either part failed.
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest -q -n auto --durations=20 -m "$(FAST)"; fast=$$?; \
+	$(BIN)/python -m pytest -q --durations=20 -m "not ($(FAST))"; slow=$$?; \
+	exit $$(( fast || slow ))
+
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -n auto -m "not airflow and not services and not browser and not faults"
+	$(BIN)/python -m pytest -q -n auto -m "$(FAST)"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check include dags plugins tests bench sql docs

@@ -27,19 +27,38 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
 
 
-def test_only_shard_files_spells_shard_file_names() -> None:
-    assert {"urls.parquet", "responses.warc.gz", "fetch_log.parquet", "pages.parquet", "politeness.jsonl",
-            "timing.json"} <= set(NAMES)
-    found = []
-    sources = [p for d in (PACKAGE, ROOT / "dags", ROOT / "plugins") for p in d.rglob("*.py")]
-    for path in sources:
+def spelled_outside(py_roots: list[Path], sql_roots: list[Path]) -> tuple[int, list[str]]:
+    """(files read, each place a shard file's name is spelled) in the Python and SQL files under the roots, but
+    shard_files itself; a SQL comment may name one."""
+    found, read = [], 0
+    for path in (p for d in py_roots for p in d.rglob("*.py")):
         if path == Path(shard_files.__file__):
             continue
-        found += [f"{path.relative_to(ROOT)}:{line}: {text!r}" for line, text in _code_strings(path)
-                  if SPELLED.search(text)]
-    for path in PACKAGE.rglob("*.sql"):
+        read += 1
+        found += [f"{path}:{line}: {text!r}" for line, text in _code_strings(path) if SPELLED.search(text)]
+    for path in (p for d in sql_roots for p in d.rglob("*.sql")):
+        read += 1
         for line, text in enumerate(path.read_text().splitlines(), 1):
             code = text.split("--", 1)[0]
             if SPELLED.search(code):
-                found.append(f"{path.relative_to(ROOT)}:{line}: {code.strip()!r}")
+                found.append(f"{path}:{line}: {code.strip()!r}")
+    return read, found
+
+
+def test_only_shard_files_spells_shard_file_names() -> None:
+    assert {"urls.parquet", "responses.warc.gz", "fetch_log.parquet", "pages.parquet", "politeness.jsonl",
+            "timing.json"} <= set(NAMES)
+    sql_files = len(list((ROOT / "sql").rglob("*.sql")))
+    read, found = spelled_outside([PACKAGE, ROOT / "dags", ROOT / "plugins"], [ROOT / "sql"])
+    assert sql_files > 50 and read > sql_files  # the SQL lives under sql/: a scan of nothing would pass anything
     assert not found, "shard file names spelled outside shard_files (use its constants):\n" + "\n".join(found)
+
+
+def test_a_name_spelled_in_sql_or_python_is_found(tmp_path: Path) -> None:
+    (tmp_path / "sql" / "pipeline").mkdir(parents=True)
+    (tmp_path / "sql" / "pipeline" / "planted.sql").write_text(
+        "-- reads the shard's urls.parquet\nSELECT * FROM read_parquet($shard || '/urls.parquet');\n")
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "planted.py").write_text('"""Writes timing.json."""\nNAME = "timing.json"\n')
+    read, found = spelled_outside([tmp_path / "code"], [tmp_path / "sql"])
+    assert read == 2 and [f.split(":", 2)[1] for f in found] == ["2", "2"], found

@@ -32,6 +32,7 @@ import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.contracts.canonical import host_of
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import SQL_DIR, connect, migrate, query, run_sql, staged
 from crawlcycle.devtools.warc_server import INDEX_FILE, Series, host_key
 from crawlcycle.evaluation import judge
@@ -155,7 +156,7 @@ def cycle_truths(settings: Settings, web: Series, cycles: int, query_file: Path,
         now = web.served(cycle)
         if now == served:
             truths.append(truths[-1])
-            stats.append({"cycle": cycle, "same_as": stats[-1].get("same_as", cycle - 1)})
+            stats.append({"cycle": cycle, "same_as": stats[-1].get("same_as", batch_cycles(fetch=cycle)[0])})
             continue
         served = now
         t0 = time.perf_counter()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import polars as pl
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import connect, query
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth
 from crawlcycle.settings import Settings
@@ -79,7 +80,7 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
         workload = query(con, "evaluation/repository/cycle_workload", cycle=cycle)
         indexed = query(con, "evaluation/repository/indexed_pages")
         split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
-    top_k = truths[cycle - 1].top_k
+    top_k = truths[:cycle][-1].top_k  # truths[0] is cycle 1's
     row: dict = {"cycle": cycle}
     for judge in JUDGES:
         live = top_k.filter(pl.col("judge") == judge)
@@ -103,7 +104,7 @@ def predicted_changes(settings: Settings, cycle: int, live: dict[str, str | None
     for the fetch of the next cycle (``CHANGE_MODELS``) and ``changed``: its stored copy differs from ``live``, the
     main-text signatures of the next cycle's web (``live_hashes``)."""
     with connect(settings, read_only=True) as con:
-        rows = query(con, "evaluation/repository/predicted_changes", fetch_cycle=cycle + 1,
+        rows = query(con, "evaluation/repository/predicted_changes", fetch_cycle=batch_cycles(score=cycle)[1],
                      refresh=json.dumps(settings.section("refresh")))
     now = pl.DataFrame({"url": list(live), "live_hash": list(live.values()), "live": True},
                        schema={"url": pl.String, "live_hash": pl.String, "live": pl.Boolean})

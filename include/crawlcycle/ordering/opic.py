@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import query, run_sql, scalar, staged
 from crawlcycle.models.graph import known_graph
 from crawlcycle.models.refit import record_model
@@ -48,7 +49,7 @@ def stage_opic(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -
     cash[ids], history[ids] = state["cash"].to_numpy(), state["history"].to_numpy()
     had = np.zeros(n, dtype=bool)
     had[ids] = True
-    since = cycle - 1 if last is None else last
+    since = batch_cycles(fetch=cycle)[0] if last is None else last
     fetched = query(con, "ordering/opic/opic_fetched", last=since, cycle=cycle)["id"].to_numpy().astype(np.int64)
     new_cash, new_history = distribute(cash, history, fetched, src, dst)
     changed = (new_cash != cash) | (new_history != history) | (~had & (new_cash > 0))

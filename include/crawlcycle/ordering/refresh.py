@@ -17,6 +17,7 @@ import math
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.refresh_policies import RefreshPolicy, refresh_policy
 from crawlcycle.db import check_inputs, execute, fetch_rows, query, run_sql, scalar, staged, statements
 from crawlcycle.models import prestige
@@ -33,8 +34,8 @@ def moving_share(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int)
 
 
 def stage_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
-    """The temp table ``refresh_candidates``: the stored pages the batch of cycle ``cycle + 1`` may fetch again."""
-    run_sql(con, "ordering/refresh/candidates", cycle=cycle, fetch_cycle=cycle + 1,
+    """The temp table ``refresh_candidates``: the stored pages the batch scored in cycle ``cycle`` may fetch again."""
+    run_sql(con, "ordering/refresh/candidates", cycle=cycle, fetch_cycle=batch_cycles(score=cycle)[1],
             refresh=json.dumps(settings.section("refresh")), min_cycles=settings.min_revisit_cycles,
             top_k=settings.top_k, scope=settings.scope_rules(), obey_crawl_delay=settings.obey_crawl_delay,
             max_delay=settings.max_delay)
@@ -57,7 +58,8 @@ def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
                  f"SELECT $cycle, url, host, $policy, value, first, parts FROM ({select}) "
                  f"QUALIFY row_number() OVER (PARTITION BY host ORDER BY {best}) <= 2 * $per_host_cap "
                  f"ORDER BY {best} LIMIT 2 * $batch_size",
-            cycle=cycle, policy=entry.name, fetch_cycle=cycle + 1, moving_share=moving_share(con, settings, cycle),
+            cycle=cycle, policy=entry.name, fetch_cycle=batch_cycles(score=cycle)[1],
+            moving_share=moving_share(con, settings, cycle),
             per_host_cap=settings.per_host_cap, batch_size=settings.batch_size)
     return scalar(con, "SELECT count(*) FROM refresh_scores WHERE score_cycle = ?", [cycle])
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.policies import REGISTRY, Policy, policy
 from crawlcycle.db import check_inputs, execute, run_sql, scalar, statements
 from crawlcycle.ordering import refresh
@@ -30,8 +31,10 @@ def stage_function(entry: Policy) -> Stage | None:
 
 
 def stage_eligible(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
-    """The temp table ``eligible``: frontier URLs that may enter batch ``cycle + 1`` (open, due, in scope)."""
-    run_sql(con, "ordering/registry/eligible_frontier", next_cycle=cycle + 1, scope=settings.scope_rules())
+    """The temp table ``eligible``: frontier URLs that may enter the batch scored in cycle ``cycle`` (open, due, in
+    scope)."""
+    _, fetch_cycle = batch_cycles(score=cycle)
+    run_sql(con, "ordering/registry/eligible_frontier", next_cycle=fetch_cycle, scope=settings.scope_rules())
 
 
 def score_frontier(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.refresh_policies import refresh_policy
 from crawlcycle.db import fetch_rows, query, run_sql, staged
 from crawlcycle.fetch.robots import stored_robots
@@ -24,8 +25,7 @@ def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.D
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
     """Write ``batches`` and ``probes`` for the fetch of the next cycle from the scores of cycle ``cycle``; return the
     batch."""
-    # The one place where the two cycles of these rows meet: the scores of a cycle choose the next one's fetch.
-    score_cycle, fetch_cycle = cycle, cycle + 1
+    score_cycle, fetch_cycle = batch_cycles(score=cycle)
     untested = fetch_rows(con, "pipeline/materialize/untested_slots", batch_size=settings.batch_size)[0][0]
     con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
     cand = query(con, "pipeline/materialize/batch_candidates", score_cycle=score_cycle, fetch_cycle=fetch_cycle,

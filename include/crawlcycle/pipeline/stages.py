@@ -26,6 +26,7 @@ import polars as pl
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import connect, held_open, migrate, query, run_sql, scalar, staged, transaction
 from crawlcycle.models import improvability, mix, prestige, refit, score_model
@@ -203,8 +204,9 @@ def plan_shards(settings: Settings, cycle: int) -> list[str]:
         if not scalar(con, "SELECT count(*) FROM batches WHERE fetch_cycle = ?", [cycle]):
             # First cycle, or the previous one never materialized: choose this batch now.
             with transaction(con):
-                registry.score_frontier(con, settings, cycle - 1)
-                materialize_mod.materialize(con, settings, cycle - 1)
+                score_cycle, _ = batch_cycles(fetch=cycle)
+                registry.score_frontier(con, settings, score_cycle)
+                materialize_mod.materialize(con, settings, score_cycle)
         return write_shards(con, settings, cycle)
 
 

@@ -4,7 +4,7 @@
 DELETE FROM query_improvement WHERE cycle = $cycle;
 INSERT INTO query_improvement (cycle, query, prior_avg_score, improvement)
 WITH before AS (
-    SELECT query, round(exact_avg(score), 9) AS avg_score FROM query_results WHERE cycle = $cycle - 1 GROUP BY query
+    SELECT query, round(exact_avg(score), 9) AS avg_score FROM query_results WHERE cycle = score_cycle_of($cycle) GROUP BY query
 )
 SELECT $cycle, r.query,
        coalesce(any_value(b.avg_score), 0) AS prior_avg_score,

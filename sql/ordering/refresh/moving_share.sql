@@ -18,13 +18,13 @@ WITH freq AS (
 ), shared AS (
     SELECT a.cycle, a.query
     FROM (SELECT DISTINCT cycle, query FROM query_results) a
-    JOIN (SELECT DISTINCT cycle, query FROM query_results) b ON b.cycle = a.cycle - 1 AND b.query = a.query
+    JOIN (SELECT DISTINCT cycle, query FROM query_results) b ON b.cycle = score_cycle_of(a.cycle) AND b.query = a.query
 ), ranks AS (
     SELECT c.cycle, c.url, c.changed, f.frequency,
-           coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle - 1), 0) AS before,
+           coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = score_cycle_of(c.cycle)), 0) AS before,
            coalesce(max(view_weight(r.rank, $top_k)) FILTER (WHERE r.cycle = c.cycle), 0) AS after
     FROM checks c
-    JOIN query_results r ON r.url = c.url AND r.cycle IN (c.cycle - 1, c.cycle)
+    JOIN query_results r ON r.url = c.url AND r.cycle IN (score_cycle_of(c.cycle), c.cycle)
     SEMI JOIN shared s ON s.cycle = c.cycle AND s.query = r.query
     JOIN freq f ON f.cycle = c.cycle AND f.query = r.query
     GROUP BY c.cycle, c.url, c.changed, r.query, f.frequency
