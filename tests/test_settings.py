@@ -143,6 +143,8 @@ def test_every_declared_bound_is_checked(name: str) -> None:
     ("match_share", 0.0, "must lie in (0, 1], got 0.0"),
     ("gate_max_error_share", 1.5, "must lie in [0, 1], got 1.5"),
     ("end_date", "2026-13-01", "expected a date YYYY-MM-DD, got '2026-13-01'"),
+    ("schedule", "@hourly", "a cycle is one day's interval: expected one of @daily"),
+    ("schedule", "0 */6 * * *", "a cycle is one day's interval: expected one of @daily"),
     ("denied_domains", "a.org, b c", "'b c' is not a domain name"),
     ("url_exclude", "(", "not a regular expression ("),
     ("evidence_b", "url=0.5,anchor=2,context=0.75,title=0.75", "values must lie in [0, 1], got"),
@@ -152,6 +154,11 @@ def test_declared_choices_and_checks_name_the_reason(name: str, value: object, m
     with pytest.raises(SettingsError) as err:
         Settings(**{name: value}).validate()
     assert str(err.value).startswith(f"setting {name}: {message}"), str(err.value)
+
+
+def test_a_schedule_at_most_daily_is_taken() -> None:
+    for schedule in ("@daily", "@weekly", "30 2 * * *", "0 4 * * 1-5"):
+        assert Settings(schedule=schedule).validate().schedule == schedule
 
 
 def test_a_key_in_the_wrong_table_or_an_unknown_table_is_refused(tmp_path: Path) -> None:

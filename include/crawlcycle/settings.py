@@ -96,6 +96,19 @@ def _date(optional: bool) -> Callable[[str], str | None]:
     return check
 
 
+# Schedules whose runs are at least a day apart: a cycle is one day's interval, named by its first day, so two runs
+# on one day would be one cycle run twice.
+_PRESETS = ("@daily", "@midnight", "@weekly", "@monthly", "@quarterly", "@yearly", "@annually")
+
+
+def _schedule(value: str) -> str | None:
+    fields = value.split()
+    if value in _PRESETS or (len(fields) == 5 and all(f.isdigit() for f in fields[:2])):
+        return None
+    return (f"a cycle is one day's interval: expected one of {', '.join(_PRESETS)} or a cron expression firing at "
+            f"most once a day (a fixed minute and hour, e.g. '0 3 * * *'), got {value!r}")
+
+
 def _networks(value: str) -> str | None:
     for cidr in _items(value):
         try:
@@ -171,7 +184,8 @@ class Settings:
     duckdb_memory_limit: str = storage("2GB", "DuckDB memory_limit for every connection", live=_MACHINE)
     duckdb_threads: int = storage(2, "DuckDB threads for every connection", low=1, live=_MACHINE)
     # How Airflow runs the cycles.
-    schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle (time-based, so backfills work)",
+    schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle: a preset or a cron expression whose runs "
+                                  "are at least a day apart (a cycle is one day's interval)", check=_schedule,
                                   live=_DAG)
     start_date: str = orchestration("2026-11-01", "first data interval of crawl_cycle (YYYY-MM-DD)",
                                     check=_date(optional=False), live=_DAG)
