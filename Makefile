@@ -57,7 +57,7 @@ docs-serve: $(VENV)/.installed
 # The tables of the documentation written from the code (settings, commands, policies), rewritten in their pages;
 # `--check` only tells which pages differ.
 reference: $(VENV)/.installed
-	$(BIN)/python -m crawlcycle.devtools.reference_pages
+	$(BIN)/python -m crawlcycle.reference_pages
 
 bench-fetch: $(VENV)/.installed
 	$(BIN)/python bench/fetch.py

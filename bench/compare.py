@@ -19,8 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES
 from crawlcycle.evaluation.policy_lab import JUDGES, budget_label, pct_of_ideal
-from crawlcycle.evaluation.simulator import BUDGETS, ORACLES
 
 ROOT = Path(__file__).resolve().parents[1]
 RIVALS = 2  # the strongest rivals of each snapshot compared beside hybrid

@@ -34,7 +34,8 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.parse.records import parse_record, parse_warcs
+from crawlcycle.parse.html_page import parse_record
+from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.settings import EXTRACTORS, Settings, load_settings
 
 SHARED = Path(__file__).resolve().parents[1] / "../shared"

@@ -32,7 +32,7 @@ ground truth; it prints each policy's % of ideal per run and judge at 5 % and 10
 whether hybrid moved by more than a point in any run (``bench/compare.py``). bench/results is left as it is.
 
 Every run also runs the reference ordering ``oracle`` once per judge (``oracle`` by the reference ranker's true
-impact, ``oracle_bm25s`` by the independent judge's; ``simulator.ORACLES``): shown in every table and plot as a
+impact, ``oracle_bm25s`` by the independent judge's; ``crawl_metrics.ORACLES``): shown in every table and plot as a
 reference, never a rival. Each policy is measured against the best other policy of the same run (the ratio of their %
 of ideal) and against that judge's oracle (the headroom captured: (policy − best rival) ÷ (oracle − best rival)).
 
@@ -68,8 +68,10 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.devtools import demo_web
 from crawlcycle.evaluation import policy_lab
+from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES
 from crawlcycle.evaluation.judge import HTML_TYPES
-from crawlcycle.evaluation.simulator import BUDGETS, ORACLES, plot_regret, simulate
+from crawlcycle.evaluation.plots import plot_regret
+from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.settings import POLICIES, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,7 +209,7 @@ def run(name: str, r: int, warc: Path, queries: Path, seeds: Path, batch: int, c
         means = summary["regret"]["reference"]["mean_from_cycle_3"]
         print(f"{name} run {r} {policy} regret (reference judge, cycles>=3): choice efficiency "
               f"{means['choice_efficiency']}, discovery {means['discovery']}")
-    from crawlcycle.evaluation.simulator import engagement_text, waste_line
+    from crawlcycle.evaluation.crawl_metrics import engagement_text, waste_line
 
     for policy, summary in summaries.items():  # what the batch slots gave
         print(f"{name} run {r} {policy} slots: {waste_line(summary)}")
@@ -226,7 +228,7 @@ def report(name: str, runs: Runs) -> list[str]:
                                                    f"[{100 * s.lo:.1f}, {100 * s.hi:.1f}] n={s.n}")
                      for b, s in by_budget.items()]
             lines.append(f"{name} {policy} {judge}: " + "; ".join(cells))
-    from crawlcycle.evaluation.simulator import engagement_text  # the query-using policies' engagement, run by run
+    from crawlcycle.evaluation.crawl_metrics import engagement_text  # the query-using policies' engagement, run by run
 
     for policy in ("hybrid", "q_overlap", "q_hybrid", "ml"):
         for r, summaries in enumerate(runs.summaries):

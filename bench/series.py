@@ -86,7 +86,7 @@ from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 from crawlcycle.evaluation import policy_lab, repository
 from crawlcycle.evaluation.judge import HTML_TYPES
 from crawlcycle.evaluation.simulator import simulate
-from crawlcycle.parse.records import parse_warcs
+from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.settings import load_settings
 
 SPEC = ROOT / "bench" / "snapshots" / "dev-docs-over-time.json"

@@ -4,7 +4,7 @@
   whole or the section under one heading, is put in the page at build time.
 
 The tables written from the code (settings, commands, ordering and refresh policies) are in the pages themselves,
-between their markers (``crawlcycle.devtools.reference_pages``, ``make reference``), so the site shows them as they are.
+between their markers (``crawlcycle.reference_pages``, ``make reference``), so the site shows them as they are.
 
 The plots of the policy lab stay where ``bench/policies.py`` writes them (``bench/results/<snapshot>/curves.png``
 and ``regret.png``) and are served as ``img/bench/<snapshot>/<name>.png``.

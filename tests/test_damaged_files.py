@@ -18,7 +18,7 @@ from crawlcycle.contracts.shard_files import DamagedShardFile
 from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.devtools.table_digest import table_digest
-from crawlcycle.parse.records import DamagedWarc
+from crawlcycle.parse.warc_records import DamagedWarc
 from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.settings import Settings, load_settings, write_toml
 from tests.support.demo import demo_settings

@@ -19,7 +19,7 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.db import connect, migrate
 from crawlcycle.models.refit import refit_link_graph
-from crawlcycle.parse.records import parse_warcs
+from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.settings import Settings, SettingsError, load_settings

@@ -1,4 +1,4 @@
-"""The generated blocks of the documentation's pages (``crawlcycle.devtools.reference_pages``): the committed pages hold
+"""The generated blocks of the documentation's pages (``crawlcycle.reference_pages``): the committed pages hold
 what the code gives, and the check names a page that does not."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crawlcycle.devtools import reference_pages
-from crawlcycle.devtools.reference_pages import DOCS, PAGES
+from crawlcycle import reference_pages
+from crawlcycle.reference_pages import DOCS, PAGES
 
 
 def _check(*pages: Path, columns: str) -> subprocess.CompletedProcess:
     """The check as ``--check`` runs it, in a terminal ``columns`` wide."""
     env = {**os.environ, "COLUMNS": columns}
-    return subprocess.run([sys.executable, "-m", "crawlcycle.devtools.reference_pages", "--check", *map(str, pages)],
+    return subprocess.run([sys.executable, "-m", "crawlcycle.reference_pages", "--check", *map(str, pages)],
                           capture_output=True, text=True, env=env, timeout=120)
 
 

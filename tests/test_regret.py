@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from crawlcycle.db import connect
+from crawlcycle.evaluation.crawl_metrics import batch_regret
 from crawlcycle.evaluation.ground_truth import Truth
-from crawlcycle.evaluation.simulator import batch_regret
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import materialize
 from tests.support.crawl_state import DAY, add_page, add_urls, new_state

@@ -16,9 +16,11 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.cli import main
 from crawlcycle.devtools.warc_server import Series
-from crawlcycle.evaluation.simulator import BUDGETS, ENGAGEMENT, ORACLES, REGRET, engagement_text, simulate
+from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES, REGRET, engagement_text
+from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.quality.gate_suites import check_names
 from crawlcycle.settings import POLICIES, Settings, load_settings
+from crawlcycle.ui.report import ENGAGEMENT
 from tests.support.demo import USER_AGENT
 from tests.support.snapshot_cut import cut
 

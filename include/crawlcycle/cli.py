@@ -283,7 +283,8 @@ def _snapshots(groups: list[list[str]]) -> tuple[list[Path], list[int] | None]:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
-    from crawlcycle.evaluation.simulator import ORACLES, simulate
+    from crawlcycle.evaluation.crawl_metrics import ORACLES
+    from crawlcycle.evaluation.simulator import simulate
     from crawlcycle.settings import POLICIES
 
     settings = _settings(args, fetches=True)

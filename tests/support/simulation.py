@@ -7,8 +7,8 @@ from pathlib import Path
 
 import polars as pl
 
+from crawlcycle.evaluation.crawl_metrics import curve, summarize
 from crawlcycle.evaluation.ground_truth import Truth
-from crawlcycle.evaluation.simulator import curve, summarize
 
 
 def write_simulation(out: Path, policies: list[str], seed: int) -> dict[str, pl.DataFrame]:

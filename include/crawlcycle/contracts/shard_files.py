@@ -96,7 +96,7 @@ FETCH_OUTPUTS = {
 }
 
 PARSE_OUTPUTS = {
-    # One row per 2xx response parsed; ``reason`` is the first problem found (``parse.records.REASONS``). The last
+    # One row per 2xx response parsed; ``reason`` is the first problem found (``parse.html_page.REASONS``). The last
     # four are the response record's: its ETag and Last-Modified headers, WARC-Payload-Digest and WARC-Date (epoch).
     PAGES: pa.schema([
         ("url", pa.string()), ("status", pa.int32()), ("content_type", pa.string()), ("title", pa.string()),

@@ -154,7 +154,7 @@ def worker() -> int:
     import duckdb
 
     from crawlcycle.fetch import fetcher  # noqa: F401 - imported before the task is given, as warm-up
-    from crawlcycle.parse import records  # noqa: F401
+    from crawlcycle.parse import warc_records  # noqa: F401
     from crawlcycle.quality import gates
 
     gates.load_gx()

@@ -38,7 +38,7 @@ from crawlcycle.devtools.warc_server import INDEX_FILE, Series, host_key
 from crawlcycle.evaluation import judge
 from crawlcycle.models import refit
 from crawlcycle.parse import parse_cache
-from crawlcycle.parse.records import parse_warcs
+from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import read_partition, write_partitions
 from crawlcycle.settings import Settings, with_overrides

@@ -4,9 +4,9 @@ A run of the policy lab is one ``simulator.simulate`` call over every policy. Ru
 home page with the base workload; run r > 0 starts from a random page of each host and reassigns the query
 frequencies by a shuffle seeded with r, so a policy's lead can be told apart from the luck of one start.
 Results are aggregated per policy, judge and budget over the runs' summaries (``budgets_by_judge``). The reference
-runs (``simulator.ORACLES``: the oracle ordering by each judge's true impact) are shown beside the policies, marked as
-references, and are never a policy's rival: each policy is measured against the best other policy of the same run
-(the ratio) and against the room the oracle of the judge leaves above that rival (the headroom captured).
+runs (``crawl_metrics.ORACLES``: the oracle ordering by each judge's true impact) are shown beside the policies,
+marked as references, and are never a policy's rival: each policy is measured against the best other policy of the
+same run (the ratio) and against the room the oracle of the judge leaves above that rival (the headroom captured).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 import polars as pl
 from warcio.archiveiterator import ArchiveIterator
 
+from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES, label
 from crawlcycle.evaluation.ground_truth import JUDGES
 from crawlcycle.evaluation.judge import HTML_TYPES
-from crawlcycle.evaluation.simulator import BUDGETS, ORACLES, label
 
 WORKLOAD_SEED = 7
 

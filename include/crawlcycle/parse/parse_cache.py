@@ -1,6 +1,6 @@
 """A content-addressed cache of parse results: the same response bytes are parsed once.
 
-A result (page row, links, rejects of ``parse.parse_record``) is stored under a key made of everything the
+A result (page row, links, rejects of ``html_page.parse_record``) is stored under a key made of everything the
 parse reads: the record (URL, status, the headers it uses, body, truncation) and a fingerprint of the settings
 and code its output depends on (``PARSE_SETTINGS``, the source of the parse, canonicalization and SimHash
 modules, the versions of the extraction libraries). Changing any of them changes every key, so nothing stale is
@@ -27,7 +27,8 @@ from crawlcycle.settings import SECTION_FIELDS, Settings
 # Settings whose values change what a response parses into: the parse section, and the token whose robots meta
 # tags a page obeys.
 PARSE_SETTINGS = (*(f.name for f in SECTION_FIELDS["parse"]), "robots_token")
-_CODE = ("crawlcycle.parse.records", "crawlcycle.contracts.canonical", "crawlcycle.parse.simhash")
+_CODE = ("crawlcycle.parse.warc_records", "crawlcycle.parse.html_page", "crawlcycle.contracts.canonical",
+         "crawlcycle.parse.simhash")
 _LIBRARIES = ("trafilatura", "lxml", "htmldate", "justext", "resiliparse")
 
 

@@ -286,7 +286,7 @@ def fetch(settings: Settings, shard_dir: str) -> str:
 @reports_disk_full
 def parse(settings: Settings, shard_dir: str) -> str:
     """Extract text, metadata and links of one shard's responses into Parquet."""
-    from crawlcycle.parse.records import parse_warcs
+    from crawlcycle.parse.warc_records import parse_warcs
 
     with shard_storage.local_shard(shard_dir) as d:
         _timed_file(d, "parse", lambda: parse_warcs([d / shard_files.WARC], d, settings,

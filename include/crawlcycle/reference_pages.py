@@ -15,7 +15,7 @@ A block sits between an opening and a closing marker, and a regeneration rewrite
 
 An opening marker without its closing one gets its block written after it.
 
-``python -m crawlcycle.devtools.reference_pages`` (``make reference``) rewrites the blocks of every page of
+``python -m crawlcycle.reference_pages`` (``make reference``) rewrites the blocks of every page of
 ``PAGES`` in place; with ``--check`` it writes nothing and exits 1 naming each page whose blocks differ from what the
 code gives. Both take page paths instead of ``PAGES``.
 """
@@ -31,7 +31,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 # The pages holding generated blocks, and which blocks each holds.
 PAGES = {"reference/settings.md": ("settings-table",), "reference/cli.md": ("cli-commands",),
@@ -197,7 +197,7 @@ def _shown(path: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crawlcycle.devtools.reference_pages",
+    parser = argparse.ArgumentParser(prog="python -m crawlcycle.reference_pages",
                                      description="Write the generated blocks of the documentation's pages.")
     parser.add_argument("pages", nargs="*", type=Path, help="pages to handle (default: every page that holds blocks)")
     parser.add_argument("--check", action="store_true",
