@@ -14,10 +14,10 @@ from pathlib import Path
 
 import yaml
 
+from crawlcycle import reference_pages
 from crawlcycle.cli import build_parser, commands
 from crawlcycle.contracts import refresh_policies
 from crawlcycle.contracts.policies import REGISTRY
-from crawlcycle.devtools import reference_pages
 from crawlcycle.settings import SECTIONS, SETTING_NAMES, describe
 
 ROOT = Path(__file__).resolve().parents[1]
