@@ -68,6 +68,14 @@ def test_a_seeds_file_without_a_valid_seed_stops_init(tmp_path: Path, text: str,
     assert not Path(settings.db_path).exists()
 
 
+def test_airflow_refuses_a_crawl_it_cannot_run(tmp_path: Path) -> None:
+    _one_line(run_cli("airflow", config=tmp_path / "none.toml"), "--config", "none.toml: no settings file")
+    cfg, settings = _config(tmp_path, user_agent=USER_AGENT)
+    _one_line(run_cli("airflow", config=cfg), f"setting db_path: {settings.db_path}: no crawl database yet",
+              "crawlcycle init --config")
+    assert not (tmp_path / ".airflow").exists()  # nothing started, nothing set up
+
+
 @pytest.mark.parametrize("command", [("init",), ("report",), ("sql", "SELECT 1")])
 def test_a_db_path_that_is_not_a_duckdb_file(tmp_path: Path, command: tuple[str, ...]) -> None:
     seeds = tmp_path / "seeds.txt"

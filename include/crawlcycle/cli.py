@@ -189,8 +189,8 @@ def cmd_airflow(args: argparse.Namespace) -> int:
                             "a settings file describes)")
     settings = _settings(args, fetches=True)
     if not Path(settings.db_path).is_file():
-        raise SettingsError(f"db_path: {settings.db_path}: no crawl database yet; run `crawlcycle init --config "
-                            f"{config}` first")
+        raise SettingsError(f"setting db_path: {settings.db_path}: no crawl database yet; run `crawlcycle init "
+                            f"--config {config}` first")
     # The tasks read the file itself (CRAWLCYCLE_CONFIG): an edit applies from the next cycle's begin.
     return run_until_stopped(AirflowStack(airflow_home(config), port=args.port, config=config))
 
