@@ -39,7 +39,8 @@ def test_celery_demo_spreads_shards_and_keeps_one_writer(tmp_path: Path, capsys:
     out = capsys.readouterr().out
     rows = result["rows"]
     assert result["problems"] == [], result["problems"]
-    assert {r["run"] for r in rows} == {"backfill__2026-11-01T00:00:00+00:00", "backfill__2026-11-02T00:00:00+00:00"}
+    # the runs of the days 2026-11-01 and -02, each named by when it runs: once its day is over
+    assert {r["run"] for r in rows} == {"backfill__2026-11-02T00:00:00+00:00", "backfill__2026-11-03T00:00:00+00:00"}
     assert all(r["state"] == "success" for r in rows)
     fetches = [r for r in rows if r["task"] == "fetch"]
     assert {r["worker"] for r in fetches} == set(GENERAL_WORKERS) and len(fetches) >= 4
