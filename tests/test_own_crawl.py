@@ -1,8 +1,8 @@
 """docs/howto/your-own-crawl.md followed as a user would: its settings file and its commands, read from the page and
 run as written from a project root, against real documentation sites served on loopback (../shared/corpus, with
 their robots.txt) and a query log of dated partitions; the scheduler, not a backfill, runs the intervals. What the
-page's file cannot know (the loopback route, a start date two days back, catchup) comes from CRAWLCYCLE_*
-variables, as an operator's deployment would set them."""
+page's file cannot know (the loopback route, a start date two days back, catchup, an end so that a day ending
+during the test adds no run) comes from CRAWLCYCLE_* variables, as an operator's deployment would set them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 import signal
 import subprocess
 import sys
-from datetime import date, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -53,7 +53,7 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
     crawl.mkdir()
     (crawl / "crawlcycle.toml").write_text(_settings_file())
     (crawl / "seeds.txt").write_text(SEEDS)
-    today = date.today()
+    today = datetime.now(UTC).date()  # the scheduler's days are UTC days
     days = [today - timedelta(days=2), today - timedelta(days=1)]
     for day in days:
         (crawl / "query_log" / f"dt={day}").mkdir(parents=True)
@@ -64,7 +64,7 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
             "CRAWLCYCLE_ALLOWED_DOMAINS": "docs.test", "CRAWLCYCLE_CONNECT_TO": f"*.test=127.0.0.1:{site.port}",
             "CRAWLCYCLE_ALLOW_NETWORKS": "127.0.0.0/8", "CRAWLCYCLE_MIN_DELAY": "0.01", "CRAWLCYCLE_MAX_DELAY": "0.5",
             "CRAWLCYCLE_BATCH_SIZE": "40", "CRAWLCYCLE_SHARDS": "1", "CRAWLCYCLE_START_DATE": str(days[0]),
-            "CRAWLCYCLE_CATCHUP": "true",
+            "CRAWLCYCLE_CATCHUP": "true", "CRAWLCYCLE_END_DATE": str(days[1]),  # no third run if a day ends meanwhile
             # ports of its own, so that it runs beside other Airflow instances
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}
