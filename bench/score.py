@@ -13,11 +13,12 @@ without building; the build's seconds are kept with it). Words come from a 50,00
 frequencies; link targets follow a power law; anchors mostly repeat words of the URL they point at.
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
-indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycles 1..C-1 and improvement history,
-and the change history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1
+indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycle C-1, what the changed checks
+moved (``check_moves``) and improvement history, and the change history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1
 (``page_checks`` with the outcomes of ``contracts/url_states.py``: changed, unchanged, not modified, failed; hosts
 change in bursts), its ``pages`` row as update leaves it (``cycle``, ``checked_cycle``, ``changed_cycle``). Then
-cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs), and the
+cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs; and one stored
+page in 50 checked again, three in ten of them found changed, whose replaced copies score ranks), and the
 stages of cycle C run with policy hybrid and refresh policy impact, each in its own process as Airflow runs them;
 each reports its wall time and its process's peak RSS. Every stored page is a refresh candidate
 (``min_revisit_cycles`` 1): score values them all (``refresh.score_refresh``) and materialize divides the batch
@@ -89,7 +90,7 @@ STAGES = ("refit", "select_needy", "score", "materialize")
 # (score_refresh: candidates, moving share, policy SQL); materialize gives the new URLs their expected impact, reads the
 # scored refreshes and divides the batch (the robots.txt check of the refreshes is not counted).
 REFRESH_PARTS = {"score": ("score_refresh",), "materialize": ("new_impact", "scored", "divide")}
-STATE_FORMAT = 3  # of a kept state (sizes.json): raise it when build() writes something else
+STATE_FORMAT = 4  # of a kept state (sizes.json): raise it when build() writes something else
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
 DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
@@ -214,18 +215,34 @@ FROM (SELECT url, max(cycle) FILTER (WHERE changed) AS changed_cycle,
 WHERE p.url = c.url
 """
 
-# The reference top 10 of the earlier cycles 1..C-2, for the moving share (ordering/refresh/moving_share): C-1's, of
-# the pages crawled by then, each result missing one cycle in ten (the others move up), and half the results of a page
-# missing in the cycle before a check found it changed: a changed page moves in or out of a top 10 more often.
-EARLIER_RESULTS = """
-INSERT INTO query_results (cycle, query, rank, url, score, source)
-SELECT t.k, r.query, row_number() OVER (PARTITION BY t.k, r.query ORDER BY r.rank), r.url, r.score, r.source
-FROM query_results r
-JOIN pg p USING (url)
-CROSS JOIN range(1, $cycle - 1) t(k)
-LEFT JOIN page_checks c ON c.url = r.url AND c.cycle = t.k + 1 AND c.changed
-WHERE r.cycle = $cycle - 1 AND p.cycle <= t.k AND pick(r.query, r.rank * 100 + t.k, 10) > 0
-  AND (c.url IS NULL OR pick(r.query, r.url, 2) = 0)
+# What the history's checks that found a change moved (check_moves, as the score stage of each cycle writes them): each
+# compared in 1-3 queries, carrying up to 4 slots, half of them moving all of it and the others nothing.
+HISTORY_MOVES = """
+INSERT INTO check_moves (cycle, url, queries, carried, moved)
+SELECT cycle, url, 1 + pick(url, cycle, 3), round(4 * unit(url, cycle), 6),
+       CASE WHEN pick(url, cycle, 2) = 0 THEN round(4 * unit(url, cycle), 6) ELSE 0 END
+FROM page_checks WHERE changed
+"""
+
+# Cycle C's checks, as check_pages leaves them: one stored page in 50 fetched again, three in ten of those found
+# changed (a new text of other words); the changed pages' copies kept in replaced_pages and their rows rewritten, so
+# that refit C indexes them anew and score C ranks the replaced copies (refresh.record_moves).
+CYCLE_CHECKS = """
+CREATE TEMP TABLE rc AS
+SELECT p.url, p.host, g.seq, coalesce(p.checked_cycle, p.cycle) AS previous, pick(p.url, 'changed', 10) < 3 AS changed
+FROM pages p JOIN pg g USING (url) WHERE p.cycle < $cycle AND pick(p.url, 'recheck', 50) = 0;
+INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed, simhash_bits)
+SELECT $cycle, url, host, CASE WHEN changed THEN $changed ELSE $unchanged END, 200, previous, changed,
+       CASE WHEN changed THEN 12 ELSE 0 END
+FROM rc ORDER BY url;
+INSERT INTO replaced_pages BY NAME
+SELECT p.*, $cycle AS replaced_cycle FROM pages p SEMI JOIN rc ON rc.url = p.url AND rc.changed;
+UPDATE pages p SET text = r.text, content_hash = md5(r.text), cycle = $cycle, changed_cycle = $cycle,
+                   checked_cycle = $cycle
+FROM (SELECT url, words(seq, 'recheck', 70 + pick(seq, 'rn', 21)) AS text FROM rc WHERE changed) r
+WHERE p.url = r.url;
+UPDATE pages p SET checked_cycle = $cycle FROM rc WHERE rc.url = p.url AND NOT rc.changed;
+DROP TABLE rc;
 """
 
 # Distinct queries of 1-3 words; frequencies fall as 1 / rank, ranks ordered by how often the query was drawn, so
@@ -296,7 +313,7 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
              "count": n["links"] - n["new_links"]}
     con.execute(INSERT_LINKS, links)
     con.execute(QUERY_LOG, {"partition": partition, "queries": n["queries"]})
-    # the earlier cycles' partitions hold the same queries: the moving share compares results between cycles by them
+    # the earlier cycles' partitions hold the same queries, as a steady workload's log does
     con.execute("INSERT INTO query_log (partition, query, frequency) SELECT $first + (k - 1)::INT, query, frequency "
                 "FROM query_log CROSS JOIN range(1, $cycle) t(k)", {"first": FIRST_INTERVAL, "cycle": c})
     say(f"history: {links['count']} links (all of cycle {c - 1}), {n['queries']} queries")
@@ -314,12 +331,12 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "SELECT $cycle - 1, q.query, r.rank, p.url, round((20 - r.rank) * (0.5 + unit(q.query, 'score')), 6), "
                 "'reference' FROM (SELECT DISTINCT query FROM query_log) q CROSS JOIN range(1, 11) r(rank) "
                 "JOIN pg p ON p.pidx = 1 + pick(q.query, r.rank, $old)", {"cycle": c, "old": old_pages})
-    con.execute(EARLIER_RESULTS, {"cycle": c})
+    con.execute(HISTORY_MOVES)
     con.execute("INSERT INTO query_improvement (cycle, query, prior_avg_score, improvement) "
                 "SELECT k, query, x, floor(6 * exp(-x / 4) * unit(query, k + 100))::INT FROM "
                 "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
                 " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
-    say("history: results of cycles 1..C-1 and improvement history")
+    say("history: results of cycle C-1, what the history's changed checks moved, and improvement history")
 
     # Cycle C's update: its batch crawled, their out-links, the URLs first found in them.
     con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
@@ -333,7 +350,14 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 {"cycle": c, "old_pages": old_pages, "new_pages": n["new_pages"], "old_urls": old_urls})
     con.execute(INSERT_LINKS, {"targets": n["urls"], "per_page": n["new_links"] // n["new_pages"] + 6, "lo": c,
                                "hi": c, "count": max(0, n["new_links"] - n["new_urls"])})
-    say(f"cycle {c} update: {n['new_pages']} pages, {n['new_links']} links, {n['new_urls']} new URLs")
+    for statement in CYCLE_CHECKS.split(";\n")[:-1]:
+        con.execute(statement, {k: v for k, v in {"cycle": c, "changed": CheckOutcome.CHANGED.value,
+                                                  "unchanged": CheckOutcome.UNCHANGED.value}.items()
+                                if f"${k}" in statement})
+    rechecked = con.execute("SELECT count(*), count(*) FILTER (WHERE changed) FROM page_checks WHERE cycle = ?",
+                            [c]).fetchall()[0]
+    say(f"cycle {c} update: {n['new_pages']} pages, {n['new_links']} links, {n['new_urls']} new URLs; "
+        f"{rechecked[0]} stored pages checked, {rechecked[1]} found changed")
     write_shard(con, settings, c)
     say(f"cycle {c} batch, fetch log and one shard of fetch and parse output, for the quality gates")
     con.execute("CHECKPOINT")

@@ -20,6 +20,7 @@ from crawlcycle.db import SQL_DIR, connect, run_sql, statements
 from crawlcycle.ordering import refresh, registry
 from crawlcycle.pipeline import update
 from crawlcycle.pipeline.materialize import materialize
+from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings, load_settings
 from crawlcycle.ui.report import print_report
 from tests.support.crawl_state import DAY, add_urls, new_state
@@ -143,36 +144,56 @@ def test_v_page_freshness_reads_the_refresh_settings_of_the_latest_cycle(tmp_pat
     assert row["p_changed"] == pytest.approx(1 - math.exp(-row["change_rate"] * 3))
 
 
-def test_the_moving_share_is_the_carried_impact_a_change_moves_beyond_what_moves_unchanged(tmp_path: Path) -> None:
-    s = state(tmp_path, "impact", moving_share_prior=0.2, refresh_prior_weight=4.0)
-    total = sum(i ** -1.5 for i in range(1, 11))
+def test_the_moving_share_ranks_the_replaced_copy_in_the_index_of_its_check(tmp_path: Path) -> None:
+    s = state(tmp_path, "impact", moving_share_prior=0.2, refresh_prior_weight=4.0, top_k=2)
+    doc = "http://a.test/p0"
+    old, new = "apples apples orchard juice", "bananas bananas smoothie juice"
 
-    def w(rank: int) -> float:  # view_weight in a top 10
-        return 10 * rank ** -1.5 / total
+    def w(rank: int) -> float:  # view_weight in a top 2
+        return 2 * rank ** -1.5 / (1 + 2 ** -1.5)
 
     with connect(s) as con:
         con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (5, ?, 'bfs', 'done'), "
                     "(6, ?, 'bfs', 'done')", [DAY + timedelta(days=4), DAY + timedelta(days=5)])
-        for name in ("moved", "stayed", "left", "kept", "gone-1", "gone-2", "gone-3"):  # checked in cycle 6
-            stored(con, f"http://a.test/{name}", NOW - 5, (name in ("moved", "stayed"),))  # two found changed
-        # unchanged pages alone moving tell how much the index moves, not what a change does: the prior
-        shown(con, "r", 1, ["http://a.test/kept", "http://a.test/left"], cycle=5)
-        shown(con, "r", 1, ["http://a.test/kept"], cycle=6)
-        assert refresh.moving_share(con, s, NOW) == pytest.approx(0.2)
-        # the changed pages: one left q's top K (all it carried there moved), one rose from rank 2 to 1 (the top K
-        # holds the same pages: nothing moved)
-        shown(con, "q", 1, ["http://a.test/moved", "http://a.test/stayed"], cycle=5)
-        shown(con, "q", 1, ["http://a.test/stayed"], cycle=6)
-        changed = w(1) / (w(1) + w(2))
-        unchanged = w(2) / (w(1) + w(2))  # kept stayed first, left left
-        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 * (changed - unchanged) + 4 * 0.2) / (2 + 4))
-        # three more unchanged pages leave a top K: the index moved more than the changes did, nothing is left
-        for i in (1, 2, 3):
-            shown(con, f"t{i}", 1, [f"http://a.test/gone-{i}"], cycle=5)
-            shown(con, f"t{i}", 1, [f"http://c.test/{i}"], cycle=6)
-        assert (w(2) + 3 * w(1)) / (w(1) + w(2) + 3 * w(1)) > changed
-        assert refresh.moving_share(con, s, NOW) == pytest.approx(4 * 0.2 / (2 + 4))
-        # no check yet: the prior
+        add_urls(con, [doc, "http://a.test/p1", "http://a.test/p2", "http://a.test/g1", "http://a.test/g2"])
+        for url, text in ((doc, old), ("http://a.test/p1", "apples pie crust recipe easy"),
+                          ("http://a.test/p2", "bananas split cake recipe easy")):
+            con.execute("INSERT INTO pages (url, host, cycle, status, title, text, content_hash) "
+                        "VALUES (?, 'a.test', 5, 200, 'page', ?, ?)", [url, text, text])
+        for query, frequency in (("apples", 1), ("bananas", 1), ("orchard", 1), ("juice", 2)):
+            con.execute("INSERT INTO query_log (partition, query, frequency) SELECT interval_start, ?, ? FROM cycles "
+                        "WHERE cycle IN (5, 6)", [query, frequency])
+        ranker.index_pages(con, 5)
+        ranker.rank_queries(con, s, 5)
+        assert refresh.record_moves(con, s, 6) == 0 and refresh.moving_share(con, s, NOW) == pytest.approx(0.2)
+        # cycle 6: the page's check finds another text, and two pages on orchards join the index
+        con.execute("INSERT INTO replaced_pages BY NAME SELECT *, 6 AS replaced_cycle FROM pages WHERE url = ?", [doc])
+        con.execute("INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed) "
+                    "VALUES (6, ?, 'a.test', 'changed', 200, 5, true)", [doc])
+        con.execute("UPDATE pages SET text = ?, content_hash = ?, cycle = 6 WHERE url = ?", [new, new, doc])
+        con.execute("INSERT INTO pages (url, host, cycle, status, title, text, content_hash) "
+                    "VALUES (?, 'a.test', 6, 200, 'page', 'orchard orchard', 'g1'), "
+                    "(?, 'a.test', 6, 200, 'page', 'orchard orchard', 'g2')", ["http://a.test/g1", "http://a.test/g2"])
+        ranker.index_pages(con, 6)
+        ranker.rank_queries(con, s, 6)
+        results = {q: urls for q, urls in con.execute(
+            "SELECT query, list(url ORDER BY rank) FROM query_results WHERE cycle = 6 GROUP BY query").fetchall()}
+        assert results["bananas"][0] == doc and doc not in results["apples"] + results["orchard"]
+        # a copy like the indexed one scores as the ranker scored it
+        same = ranker.copy_scores(con, s, pl.DataFrame({"url": [doc], "title": ["page"], "text": [new]}),
+                                  pl.DataFrame({"query": ["bananas", "juice"], "url": [doc, doc]}))
+        assert same.rows() == con.execute("SELECT query, url, score FROM query_results WHERE cycle = 6 AND url = ? "
+                                          "ORDER BY query", [doc]).fetchall()
+        assert refresh.record_moves(con, s, 6) == 1
+        row = con.execute("SELECT queries, carried, moved FROM check_moves WHERE cycle = 6 AND url = ?",
+                          [doc]).fetchall()[0]
+        # the old copy would still be first for apples (it left: moved) and juice (it stays); the new one is first
+        # for bananas (it entered: moved); orchard's top 2 went to the new pages, which the old copy would not beat
+        # either: the crawl's growth, not the page's change, and it moves nothing
+        assert row[0] == 4
+        assert row[1:] == pytest.approx((w(1) + 2 * w(1), w(1) + w(1)))
+        assert refresh.moving_share(con, s, NOW) == pytest.approx((2 / 3 + 4 * 0.2) / (1 + 4))
+        # no check yet at cycle 5: the prior
         assert refresh.moving_share(con, s, 5) == pytest.approx(0.2)
 
 

@@ -54,6 +54,20 @@ CREATE OR REPLACE MACRO url_path_group(url) AS
 CREATE OR REPLACE MACRO prestige_impact(pr, links, b0, b1, b2, b11, b12, b22) AS
     greatest(0, b0 + b1 * pr + b2 * links + b11 * pr * pr + b12 * pr * links + b22 * links * links);
 
+-- BM25F, the reference ranker's score (crawlcycle.ranking.ranker): a field's part of a term's pseudo-frequency (field
+-- weight w, term frequency tf, length normalisation b against the field's average length), the term's weight from
+-- its pseudo-frequency among `pages` indexed pages of which `df` hold it, and a page's prestige prior.
+CREATE OR REPLACE MACRO bm25f_tf(w, tf, b, length, avg_length) AS w * tf / (1 - b + b * length / avg_length);
+CREATE OR REPLACE MACRO bm25_weight(pages, df, tf, k1) AS ln(1 + (pages - df + 0.5) / (df + 0.5)) * tf / (k1 + tf);
+CREATE OR REPLACE MACRO prestige_prior(w, pagerank, known) AS w * ln(1 + coalesce(pagerank, 0) * known);
+-- The fields that count (weight above 0) with their weight, b and average length in the index: `names`, `weights` and
+-- `bs` side by side (the settings bm25_weights and bm25_b).
+CREATE OR REPLACE MACRO bm25f_fields(names, weights, bs) AS TABLE
+SELECT p.field, p.weight, p.b, s.avg_length
+FROM (SELECT unnest(names) AS field, unnest(weights) AS weight, unnest(bs) AS b) p
+JOIN posting_fields s ON s.field = p.field
+WHERE p.weight > 0;
+
 -- The weight of result rank `r` in a top `k`: users look at rank r with a likelihood of r^-1.5 (Pandey & Olston,
 -- "User-centric Web crawling", 2005), scaled so that the k ranks average 1, the worth of one top-K slot: the impact
 -- a page carries at rank r, in the units of a new page's expected impact.

@@ -21,16 +21,31 @@ from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.refresh_policies import RefreshPolicy, refresh_policy
 from crawlcycle.db import check_inputs, execute, fetch_rows, query, run_sql, scalar, staged, statements
 from crawlcycle.models import prestige
+from crawlcycle.ranking import ranker
 from crawlcycle.settings import Settings
 
 CALIBRATION_CYCLES = 3  # batches whose new URLs calibrate a new URL's expected impact against what they carry
 
 
+def record_moves(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> int:
+    """Replace the ``check_moves`` of cycle ``cycle``: each copy its checks found changed and replaced, ranked in
+    place of the new copy in the cycle's index, against the new copy's results; return the checks written. A cycle
+    whose results were loaded from another engine has no scores to rank a copy by: it writes none."""
+    copies = query(con, "ordering/refresh/replaced_copies", cycle=cycle)
+    pairs = copies.select("url", query=pl.col("queries")).explode("query")
+    scores = (ranker.copy_scores(con, settings, copies, pairs) if pairs.height
+              else pairs.with_columns(score=pl.lit(None, dtype=pl.Float64)))
+    with staged(con, s_copy_pairs=pairs, s_copy_scores=scores):
+        run_sql(con, "ordering/refresh/check_moves", cycle=cycle, top_k=settings.top_k)
+    return scalar(con, "SELECT count(*) FROM check_moves WHERE cycle = ?", [cycle])
+
+
 def moving_share(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> float:
-    """The share of a changed page's carried impact its re-fetch moves, beyond what moves on unchanged pages, learned
-    up to cycle ``cycle`` with ``moving_share_prior`` worth ``refresh_prior_weight`` checks."""
-    return fetch_rows(con, "ordering/refresh/moving_share", cycle=cycle, top_k=settings.top_k,
-                      prior=settings.moving_share_prior, weight=settings.refresh_prior_weight)[0][-1]
+    """The share of a changed page's carried impact its re-fetch moves, each check's replaced copy ranked against
+    its new one in the same index (``check_moves``), learned up to cycle ``cycle`` with ``moving_share_prior`` worth
+    ``refresh_prior_weight`` checks."""
+    return fetch_rows(con, "ordering/refresh/moving_share", cycle=cycle, prior=settings.moving_share_prior,
+                      weight=settings.refresh_prior_weight)[0][-1]
 
 
 def stage_candidates(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> None:
@@ -46,6 +61,7 @@ def score_refresh(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int
     pages kept. Only the best that may take a slot are kept: twice the per-host cap per host, twice the batch in
     all (a margin for pages robots.txt now disallows, as batch_candidates keeps for new URLs)."""
     entry = refresh_policy(settings.refresh_policy)
+    record_moves(con, settings, cycle)
     con.execute("DELETE FROM refresh_scores WHERE score_cycle = ?", [cycle])
     if entry.budget == "none":
         return 0

@@ -148,6 +148,24 @@ def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: lis
         return query(con, "ranking/ranker/pair_scores").sort("qid", "url")
 
 
+def copy_scores(con: duckdb.DuckDBPyConnection, settings: Settings, copies: pl.DataFrame,
+                pairs: pl.DataFrame) -> pl.DataFrame:
+    """S of other copies of indexed pages, each in place of its page's indexed copy in today's index (a replaced
+    copy, to see where it would rank now): ``copies`` (url, title, text), ``pairs`` (query, url) with normalised
+    queries. The anchor and url fields, PageRank and the index statistics stay the index's
+    (``sql/ranking/ranker/copy_scores.sql``). Returns (query, url, score) for the pairs whose copy holds a term of
+    the query."""
+    fields = pl.concat([copies.select("url", field=pl.lit(name), content=pl.col(name), n=pl.lit(1, dtype=pl.Int64))
+                        for name in ("title", "text")])
+    pair_terms = (pairs.select("query", "url", term=terms(pl.col("query"))).explode("term").drop_nulls("term")
+                  .unique())
+    weights, bs = settings.field_values("bm25_weights"), settings.field_values("bm25_b")
+    with staged(con, s_copy_postings=_postings(fields), s_pair_terms=pair_terms):
+        return query(con, "ranking/ranker/copy_scores", fields=list(RANK_FIELDS),
+                     weights=[weights[f] for f in RANK_FIELDS], bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1,
+                     prestige_weight=settings.prestige_weight)
+
+
 def inherited_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],
                      candidates: pl.DataFrame) -> pl.DataFrame:
     """Inherited relevance of ``candidates`` (qid, seq), qid indexing ``queries`` (normalised, distinct, sorted):

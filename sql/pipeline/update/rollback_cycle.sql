@@ -41,3 +41,4 @@ DELETE FROM frontier_scores WHERE score_cycle = $cycle;
 DELETE FROM batches WHERE score_cycle = $cycle;
 DELETE FROM probes WHERE score_cycle = $cycle;
 DELETE FROM refresh_scores WHERE score_cycle = $cycle;
+DELETE FROM check_moves WHERE cycle = $cycle;

@@ -2,19 +2,17 @@
 --   tf~    = sum over fields f of w_f * tf_f / (1 - b_f + b_f * len_f / avg_len_f)
 --   weight = idf * tf~ / (k1 + tf~),  idf = ln(1 + (N - df + 0.5) / (df + 0.5)),  N = indexed pages
 --   prior  = prestige_weight * ln(1 + pagerank * known URLs)   (0 for a page without PageRank yet)
--- A page's score for a query is the sum of its weights for the query's terms plus its prior.
+-- A page's score for a query is the sum of its weights for the query's terms plus its prior (the macros bm25f_tf,
+-- bm25_weight and prestige_prior, sql/views/functions.sql).
 -- key packs (term id, page) into one BIGINT: joins on it run several times faster than on the pair.
 -- inputs: s_query_terms
 CREATE OR REPLACE TEMP TABLE r_weights AS
 WITH fields AS (
-    SELECT p.field, p.weight, p.b, s.avg_length
-    FROM (SELECT unnest($fields) AS field, unnest($weights) AS weight, unnest($bs) AS b) p
-    JOIN posting_fields s ON s.field = p.field
-    WHERE p.weight > 0
+    SELECT * FROM bm25f_fields($fields, $weights, $bs)
 ), terms AS (
     SELECT DISTINCT tid, term FROM s_query_terms
 ), tf AS (
-    SELECT t.tid, p.term, p.doc, exact_sum(f.weight * p.tf / (1 - f.b + f.b * l.length / f.avg_length)) AS tf
+    SELECT t.tid, p.term, p.doc, exact_sum(bm25f_tf(f.weight, p.tf, f.b, l.length, f.avg_length)) AS tf
     FROM postings p
     JOIN terms t ON t.term = p.term
     JOIN fields f ON f.field = p.field
@@ -24,8 +22,8 @@ WITH fields AS (
     SELECT (SELECT count(*) FROM posting_docs) AS pages, (SELECT count(*) FROM frontier) AS known
 )
 SELECT tf.tid::BIGINT << 32 | tf.doc AS key, tf.tid, tf.doc,
-       ln(1 + (sizes.pages - t.df + 0.5) / (t.df + 0.5)) * tf.tf / ($k1 + tf.tf) AS weight,
-       $prestige_weight * ln(1 + coalesce(f.pagerank, 0) * sizes.known) AS prior
+       bm25_weight(sizes.pages, t.df, tf.tf, $k1) AS weight,
+       prestige_prior($prestige_weight, f.pagerank, sizes.known) AS prior
 FROM tf
 JOIN posting_terms t ON t.term = tf.term
 JOIN posting_docs d ON d.doc = tf.doc
