@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from crawlcycle.fetch.fetcher import fetch_urls
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 SERVERS = 4
 PAGE = b"<html><head><title>bench</title></head><body>" + b"<p>polite crawling</p>" * 120 + b"</body></html>"

@@ -36,7 +36,8 @@ from warcio.warcwriter import WARCWriter
 
 from crawlcycle.parse.html_page import parse_record
 from crawlcycle.parse.warc_records import parse_warcs
-from crawlcycle.settings import EXTRACTORS, Settings, load_settings
+from crawlcycle.settings import EXTRACTORS, Settings
+from crawlcycle.settings.sources import load_settings
 
 SHARED = Path(__file__).resolve().parents[1] / "../shared"
 CORPUS = SHARED / "corpus/dev-docs.warc.gz"

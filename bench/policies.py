@@ -72,7 +72,8 @@ from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES
 from crawlcycle.evaluation.judge import HTML_TYPES
 from crawlcycle.evaluation.plots import plot_regret
 from crawlcycle.evaluation.simulator import simulate
-from crawlcycle.settings import POLICIES, SettingsError, load_settings
+from crawlcycle.settings import POLICIES, SettingsError
+from crawlcycle.settings.sources import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"

@@ -14,16 +14,17 @@ frequencies; link targets follow a power law; anchors mostly repeat words of the
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
 indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycle C-1, what the changed checks
-moved (``check_moves``) and improvement history, and the change history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1
-(``page_checks`` with the outcomes of ``contracts/url_states.py``: changed, unchanged, not modified, failed; hosts
-change in bursts), its ``pages`` row as update leaves it (``cycle``, ``checked_cycle``, ``changed_cycle``). Then
-cycle C's update arrives (5% of each size: newly crawled pages, their out-links, newly found URLs; and one stored
-page in 50 checked again, three in ten of them found changed, whose replaced copies score ranks), and the
-stages of cycle C run with policy hybrid and refresh policy impact, each in its own process as Airflow runs them;
-each reports its wall time and its process's peak RSS. Every stored page is a refresh candidate
-(``min_revisit_cycles`` 1): score values them all (``refresh.score_refresh``) and materialize divides the batch
-between them and the new URLs (``refresh.new_impact``, ``refresh.divide``); the seconds of these refresh parts are
-printed with their stage (``refresh part``) and after the batch's split (refreshes and new URLs in ``batches``).
+moved (``check_moves``) and improvement history, and the change history of re-fetched pages: every page fetched
+before C-1 was checked 0-3 times in cycles 2..C-1 (``page_checks`` with the outcomes of ``contracts/url_states.py``:
+changed, unchanged, not modified, failed; hosts change in bursts), its ``pages`` row as update leaves it (``cycle``,
+``checked_cycle``, ``changed_cycle``). Then cycle C's update arrives (5% of each size: newly crawled pages, their
+out-links, newly found URLs; and one stored page in 50 checked again, three in ten of them found changed, whose
+replaced copies score ranks), and the stages of cycle C run with policy hybrid and refresh policy impact, each in
+its own process as Airflow runs them; each reports its wall time and its process's peak RSS. Every stored page is a
+refresh candidate (``min_revisit_cycles`` 1): score values them all (``refresh.score_refresh``) and materialize
+divides the batch between them and the new URLs (``refresh.new_impact``, ``refresh.divide``); the seconds of these
+refresh parts are printed with their stage (``refresh part``) and after the batch's split (refreshes and new URLs in
+``batches``).
 
 Then the quality gates of the same cycle, as crawl_cycle's gate tasks run them (fetch and parse together, update,
 materialize), each in its own process: validation seconds, with the import of Great Expectations apart; cycle C's
@@ -76,7 +77,8 @@ from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.pipeline.stage_order import TASKS
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"

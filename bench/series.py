@@ -87,7 +87,7 @@ from crawlcycle.evaluation import policy_lab, repository
 from crawlcycle.evaluation.judge import HTML_TYPES
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.parse.warc_records import parse_warcs
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 SPEC = ROOT / "bench" / "snapshots" / "dev-docs-over-time.json"
 OUT = ROOT / "data" / "dev-docs-over-time"

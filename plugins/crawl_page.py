@@ -20,7 +20,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from crawlcycle.airflow.environment import DAG_ID
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from crawlcycle.ui import crawl_views
 
 

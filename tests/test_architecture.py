@@ -46,7 +46,7 @@ def test_the_pipeline_does_not_import_the_ui() -> None:
 
 def test_every_module_lives_in_a_subpackage_but_the_entry_points() -> None:
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "cli.py", "db.py", "reference_pages.py", "settings.py"]
+    assert top == ["__init__.py", "cli.py", "db.py", "reference_pages.py"]
 
 
 def unit(module: str) -> str:

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from crawlcycle.db import connect, migrate
-from crawlcycle.settings import Settings, load_settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings, write_toml
 from tests.support.cli import run_cli
 from tests.support.demo import USER_AGENT
 from tests.support.net import free_port

@@ -11,7 +11,7 @@ import pytest
 from crawlcycle.contracts import cycles
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import connect, migrate
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 ARITHMETIC = re.compile(r"\b\w*cycle\b\s*[+-]\s*1\b")

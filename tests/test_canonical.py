@@ -17,7 +17,7 @@ from crawlcycle.contracts.canonical import (
     canonicalize_many,
     host_of,
 )
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 DATA = Path(__file__).parent / "data"
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"

@@ -14,7 +14,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.db import connect, run_sql, transaction
 from crawlcycle.pipeline import shard_storage, stages
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer, redirect, respond
 

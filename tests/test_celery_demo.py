@@ -11,7 +11,7 @@ import pytest
 
 from crawlcycle.airflow.environment import ROOT
 from crawlcycle.devtools.celery_demo import GENERAL_WORKERS, WRITER, check_assignment, run_celery_demo
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.dag import DB_TASKS
 
 

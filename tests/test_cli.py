@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 
 from crawlcycle.db import connect
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 from tests.support.cli import EXE, run_cli
 
 

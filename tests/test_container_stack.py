@@ -38,7 +38,7 @@ from crawlcycle.airflow.environment import DAG_ID
 from crawlcycle.airflow.support import DUCKDB_POOL
 from crawlcycle.devtools.airflow_stack import ADMIN, AirflowStack
 from crawlcycle.devtools.celery_demo import GENERAL_WORKERS, WRITER, assignment, check_assignment
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.dag import DB_TASKS
 from tests.support.net import free_port
 
@@ -281,7 +281,7 @@ def _dag_known(airflow: AirflowStack) -> bool:
 CRAWL_STATE = """
 import json
 from crawlcycle.db import connect
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 with connect(load_settings(), read_only=True) as con:
     q = lambda sql: con.execute(sql).fetchall()
     print(json.dumps({

@@ -13,7 +13,7 @@ import requests
 from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import ADMIN, AirflowStack
 from crawlcycle.devtools.demo_web import DemoWeb
-from crawlcycle.settings import write_toml
+from crawlcycle.settings.sources import write_toml
 from tests.support.demo import crawled_settings
 from tests.support.net import free_port
 from tests.support.simulation import write_simulation

@@ -20,7 +20,8 @@ from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.fetch.robots import RobotsRules, origin_of
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import POLICIES, Settings, load_settings, write_toml
+from crawlcycle.settings import POLICIES, Settings
+from crawlcycle.settings.sources import load_settings, write_toml
 from tests.support.cli import run_cli
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)

@@ -11,7 +11,8 @@ import pytest
 
 from crawlcycle.airflow.support import DUCKDB_POOL, log_failure
 from crawlcycle.db import connect
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 from tests.support.dag import DB_TASKS
 
 pytestmark = pytest.mark.airflow

@@ -20,7 +20,8 @@ from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.parse.warc_records import DamagedWarc
 from crawlcycle.pipeline import shard_storage, stages
-from crawlcycle.settings import Settings, load_settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings, write_toml
 from tests.support.demo import demo_settings
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)

@@ -23,7 +23,7 @@ from crawlcycle.devtools.demo_web import generate
 from crawlcycle.devtools.warc_server import FIXED_DATE
 from crawlcycle.fetch.sitemaps import read_sitemap
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.net import free_port
 

@@ -20,7 +20,8 @@ from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.disk_full import DiskFullError
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 
 DAY1, DAY2 = date(2026, 11, 1), date(2026, 11, 2)
 SIZE_MB = 96

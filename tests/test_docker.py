@@ -18,7 +18,8 @@ import pytest
 import requests
 import yaml
 
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.net import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

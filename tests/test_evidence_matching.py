@@ -22,7 +22,7 @@ from crawlcycle.models import score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ranking import evidence_index, semantic_match, sentence_embedding
 from crawlcycle.ranking.ngram_index import ngrams
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 SITE = "http://requests.docs.test/"

@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.fetch.politeness import read_journal
-from crawlcycle.settings import write_toml
+from crawlcycle.settings.sources import write_toml
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import (
     FaultServer,
@@ -463,7 +463,7 @@ _FETCH_SHARD = """
 import sys, time
 from pathlib import Path
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 settings, go = load_settings(sys.argv[1]), Path(sys.argv[3])
 while not go.exists():  # imported and ready: the retry starts the moment it is told to
     time.sleep(0.005)

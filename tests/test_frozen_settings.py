@@ -21,7 +21,8 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
-from crawlcycle.settings import SETTING_NAMES, Settings, write_toml
+from crawlcycle.settings import SETTING_NAMES, Settings
+from crawlcycle.settings.sources import write_toml
 from crawlcycle.ui import crawl_views
 from tests.support.demo import USER_AGENT, demo_settings
 

@@ -20,7 +20,8 @@ from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.quality.gate_suites import check_names, suites
 from crawlcycle.quality.gates import GateFailed
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 from tests.support.demo import demo_settings
 
 CYCLE = 2  # the cycle whose output is corrupted; it chose batch 3

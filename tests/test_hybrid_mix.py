@@ -13,7 +13,7 @@ import pytest
 
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.models.mix import PRIOR, SHRINK, learn
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 

@@ -17,7 +17,8 @@ import pytest
 from crawlcycle.db import RANK_DIGITS, connect, migrate, sum_offset
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.evaluation.simulator import simulate
-from crawlcycle.settings import Settings, load_settings, with_overrides
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings, with_overrides
 from tests.support.demo import USER_AGENT
 
 CYCLES = 3

@@ -16,7 +16,8 @@ from crawlcycle.ordering import registry
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.materialize import materialize
 from crawlcycle.ranking import ngram_index, ranker
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.crawl_state import DAY, add_links, add_page, add_urls, new_state
 
 

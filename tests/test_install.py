@@ -10,7 +10,8 @@ import zipfile
 from pathlib import Path
 
 from crawlcycle.db import connect
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 # The top-level modules of the install's extras (lab: plots and the second judge; celery: scale-out).

@@ -10,7 +10,7 @@ import pytest
 from warcio.warcwriter import WARCWriter
 
 from crawlcycle.evaluation.judge import JUDGE, judge_impact, visible_pages
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 SETTINGS = load_settings(overrides={"user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"}, environ={})
 

@@ -20,7 +20,7 @@ import requests
 from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import ADMIN, AirflowStack
 from crawlcycle.devtools.warc_server import serve
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.net import free_port, port_open
 from tests.test_readme_commands import _FENCE, page_commands
 

@@ -21,7 +21,7 @@ from crawlcycle.contracts.canonical import canonicalize
 from crawlcycle.parse.html_page import REASONS
 from crawlcycle.parse.simhash import NearDuplicateIndex, hamming, simhash
 from crawlcycle.parse.warc_records import parse_warcs
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 

@@ -12,7 +12,7 @@ from crawlcycle.contracts.policies import NAMES, REFERENCE, REFERENCE_NAMES, REG
 from crawlcycle.db import SQL_DIR, connect, statements
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import update
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.crawl_state import new_state
 from tests.support.demo import USER_AGENT
 

@@ -11,7 +11,8 @@ import pytest
 
 from crawlcycle.fetch.backoff import Stop
 from crawlcycle.fetch.politeness import HostPoliteness, parse_retry_after
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.faultserver import FaultServer, page, respond
 from tests.support.fetching import gaps, host_loop, settings_for
 

@@ -13,7 +13,8 @@ import pytest
 
 from crawlcycle.db import migrate
 from crawlcycle.ranking.query_log import ingest_partition, page_impressions, partition_dir, read_partition
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 
 DAY = date(2026, 11, 1)
 COLUMNS = "query, frequency, time, shown_url, rank, clicked"

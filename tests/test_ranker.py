@@ -22,7 +22,8 @@ from crawlcycle.models.refit import refit_link_graph
 from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import normalize_query
-from crawlcycle.settings import Settings, SettingsError, load_settings
+from crawlcycle.settings import Settings, SettingsError
+from crawlcycle.settings.sources import load_settings
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 INDEX_TABLES = {  # index tables by URL, so that two indexes with other page numbers compare equal

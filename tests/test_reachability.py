@@ -15,7 +15,8 @@ import pytest
 from crawlcycle.db import SQL_DIR, connect, migrate
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import Settings, SettingsError, load_settings, with_overrides
+from crawlcycle.settings import Settings, SettingsError
+from crawlcycle.settings.sources import load_settings, with_overrides
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer, respond
 from tests.support.net import free_port

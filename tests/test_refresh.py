@@ -21,7 +21,8 @@ from crawlcycle.ordering import refresh, registry
 from crawlcycle.pipeline import update
 from crawlcycle.pipeline.materialize import materialize
 from crawlcycle.ranking import ranker
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from crawlcycle.ui.report import print_report
 from tests.support.crawl_state import DAY, add_urls, new_state
 from tests.support.demo import USER_AGENT
@@ -343,8 +344,9 @@ def test_user_centric_spends_a_fixed_budget_by_p_changed_times_carried_impact(tm
 
 def impact_state(tmp_path: Path, **overrides: object) -> Settings:
     """Two stored pages, one carrying much impact and changing often, one static; two new URLs, one strong, one
-    weak (their expected impact: PageRank x the 6 known URLs)."""
-    s = state(tmp_path, "impact", **{"batch_size": 2, **overrides})
+    weak (their expected impact: PageRank x the 6 known URLs); no changed check judged yet, so the moving share is
+    its prior, here 0.5."""
+    s = state(tmp_path, "impact", **{"batch_size": 2, "moving_share_prior": 0.5, **overrides})
     with connect(s) as con:
         stored(con, "http://a.test/hot", 2, (True,) * 6)
         stored(con, "http://a.test/static", 2, (False,) * 6)
@@ -419,10 +421,11 @@ def test_impact_probes_a_host_whose_latest_check_is_old_with_the_page_that_chang
     share = (1 + 2.0 * 0.5) / (2 + 2.0)
     unseen = 1 - math.exp(-(1 + 2.0 * 0.1) / ((NOW + 1 - 9) + 2.0) * (NOW + 1 - 12))
     assert f["http://a.test/quiet"]["host_unseen"] == pytest.approx(unseen)
-    assert values["http://a.test/changer"] == pytest.approx(unseen * share * 0.5 * sum(carried.values()))
+    moving = s.moving_share_prior  # no changed check judged yet
+    assert values["http://a.test/changer"] == pytest.approx(unseen * share * moving * sum(carried.values()))
     # the other pages keep their own value: P(changed) x carried impact x moving share
     assert values["http://a.test/quiet"] == pytest.approx(
-        f["http://a.test/quiet"]["p_changed"] * carried["http://a.test/quiet"] * 0.5)
+        f["http://a.test/quiet"]["p_changed"] * carried["http://a.test/quiet"] * moving)
 
 
 def test_refreshes_of_equal_value_go_by_p_changed(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from crawlcycle.db import connect
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
 from crawlcycle.ranking import ranker
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.changing_web import WAYS, ChangingWeb, html, serve
 from tests.support.demo import USER_AGENT
 

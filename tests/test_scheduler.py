@@ -18,7 +18,8 @@ from crawlcycle.airflow.support import DUCKDB_POOL
 from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import AirflowStack
 from crawlcycle.devtools.table_digest import table_digest
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 from crawlcycle.ui.report import airflow_runs, cycle_summary
 from tests.support.net import free_port, port_open
 

@@ -8,17 +8,8 @@ import pytest
 
 from crawlcycle.cli import build_parser, commands, main
 from crawlcycle.contracts.canonical import UrlRules
-from crawlcycle.settings import (
-    RENAMED,
-    SECTION_OF,
-    SECTIONS,
-    Settings,
-    SettingsError,
-    from_record,
-    load_settings,
-    with_overrides,
-    write_toml,
-)
+from crawlcycle.settings import RENAMED, SECTION_OF, SECTIONS, Settings, SettingsError
+from crawlcycle.settings.sources import from_record, load_settings, with_overrides, write_toml
 
 UA = {"user_agent": "bot/1 (+http://example.org/bot)"}
 
@@ -175,7 +166,8 @@ def test_a_key_in_the_wrong_table_or_an_unknown_table_is_refused(tmp_path: Path)
 
 
 def _load_in_a_process(cfg: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    code = "from crawlcycle.settings import load_settings; s = load_settings(); print(s.url_attempts, s.min_delay)"
+    code = ("from crawlcycle.settings.sources import load_settings; s = load_settings(); "
+            "print(s.url_attempts, s.min_delay)")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={"CRAWLCYCLE_CONFIG": str(cfg), **env})
 

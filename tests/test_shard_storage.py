@@ -14,7 +14,8 @@ import pytest
 from crawlcycle.cli import main
 from crawlcycle.db import connect
 from crawlcycle.pipeline import shard_storage, stages
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 
 SHARD_FILES = {"urls.parquet", "hosts_in.parquet", "responses.warc.gz", "fetch_log.parquet", "pages.parquet",
                "links.parquet", "timing.json"}

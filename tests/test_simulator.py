@@ -19,7 +19,8 @@ from crawlcycle.devtools.warc_server import Series
 from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES, REGRET, engagement_text
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.quality.gate_suites import check_names
-from crawlcycle.settings import POLICIES, Settings, load_settings
+from crawlcycle.settings import POLICIES, Settings
+from crawlcycle.settings.sources import load_settings
 from crawlcycle.ui.report import ENGAGEMENT
 from tests.support.demo import USER_AGENT
 from tests.support.snapshot_cut import cut

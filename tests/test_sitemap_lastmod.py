@@ -22,7 +22,8 @@ import pytest
 
 from crawlcycle.db import connect
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.changing_web import SITEMAPS, ChangingWeb, html, serve
 from tests.support.demo import USER_AGENT
 

@@ -10,7 +10,7 @@ import pytest
 from crawlcycle.db import connect
 from crawlcycle.devtools.warc_server import serve
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 

@@ -16,7 +16,8 @@ import pytest
 from crawlcycle.db import connect
 from crawlcycle.pipeline import stages
 from crawlcycle.pipeline.stages import record_seconds
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 from crawlcycle.ui.report import print_report
 
 T0 = datetime(2026, 11, 24, 12, 0, 0)

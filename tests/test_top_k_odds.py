@@ -12,7 +12,7 @@ import pytest
 
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.models.score_model import top_k, with_bars
-from crawlcycle.settings import load_settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 

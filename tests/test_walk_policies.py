@@ -15,7 +15,8 @@ from crawlcycle.db import connect
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import update
 from crawlcycle.ranking import ranker
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.crawl_state import DAY, add_links, add_urls, new_state
 
 

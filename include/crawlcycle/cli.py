@@ -13,16 +13,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from crawlcycle.quality.gate_suites import STAGES
-from crawlcycle.settings import (
-    CONFIG_ENV,
-    SECTIONS,
-    SETTING_NAMES,
-    InputError,
-    Settings,
-    SettingsError,
-    describe,
-    load_settings,
-)
+from crawlcycle.settings import CONFIG_ENV, SECTIONS, SETTING_NAMES, InputError, Settings, SettingsError, describe
+from crawlcycle.settings.sources import load_settings
 
 CONFIG_NAME = "crawlcycle.toml"
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 
 from crawlcycle.db import connect, migrate
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 DAY = date(2026, 11, 1)

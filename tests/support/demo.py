@@ -7,7 +7,8 @@ from pathlib import Path
 
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import stages
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.net import free_port
 
 USER_AGENT = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"

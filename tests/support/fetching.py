@@ -18,7 +18,8 @@ from crawlcycle.fetch.host_loop import HostLoop
 from crawlcycle.fetch.http_client import Client, Resolver, allowed_networks
 from crawlcycle.fetch.politeness import Journal
 from crawlcycle.fetch.warc_output import warc_output
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 from tests.support.faultserver import FaultServer
 

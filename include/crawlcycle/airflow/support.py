@@ -12,7 +12,8 @@ from typing import Any
 from crawlcycle.contracts.policies import REGISTRY
 from crawlcycle.contracts.refresh_policies import REGISTRY as REFRESH_REGISTRY
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, Task
-from crawlcycle.settings import Settings, load_settings
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings
 
 DUCKDB_POOL = "crawl_duckdb"
 # Names a Celery worker in task instances' hostname when several run on one machine (see worker_name).

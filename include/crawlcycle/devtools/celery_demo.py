@@ -28,7 +28,8 @@ from crawlcycle.airflow.support import WORKER_NAME_ENV
 from crawlcycle.devtools.airflow_stack import AirflowStack, stop_group
 from crawlcycle.devtools.demo import ensure_demo_web, reset_crawl, start_web
 from crawlcycle.pipeline.stages import init
-from crawlcycle.settings import Settings, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import write_toml
 
 GENERAL_WORKERS = ("general1", "general2")
 WRITER = "writer"

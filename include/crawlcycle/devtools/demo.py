@@ -27,7 +27,8 @@ from crawlcycle.devtools.airflow_stack import AirflowStack, run_until_stopped
 from crawlcycle.devtools.demo_web import DAYS, day_warc, generate
 from crawlcycle.devtools.warc_server import Series, ServerHandle, check_warc, run_forever, serve
 from crawlcycle.pipeline.stages import init
-from crawlcycle.settings import Settings, SettingsError, write_toml
+from crawlcycle.settings import Settings, SettingsError
+from crawlcycle.settings.sources import write_toml
 from crawlcycle.ui.report import print_report
 
 

@@ -35,7 +35,8 @@ from types import ModuleType
 from typing import Any
 
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
-from crawlcycle.settings import Settings, load_settings, with_overrides, write_toml
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import load_settings, with_overrides, write_toml
 
 _OS_EVENTS = {os.replace, os.rename, os.unlink, os.rmdir, os.mkdir, os.fsync, os.truncate}
 _TASK_TIMEOUT = 1800  # seconds: a worker that hangs (a deadlock after a kill) fails the run rather than stall it

@@ -41,7 +41,8 @@ from crawlcycle.parse import parse_cache
 from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import read_partition, write_partitions
-from crawlcycle.settings import Settings, with_overrides
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import with_overrides
 
 HOT_SHARE = 0.10
 

@@ -113,7 +113,8 @@ from crawlcycle.evaluation.ground_truth import JUDGES, Truth, cycle_truths, grou
 from crawlcycle.evaluation.plots import plot, plot_regret
 from crawlcycle.pipeline import stages
 from crawlcycle.ranking.query_log import write_partitions
-from crawlcycle.settings import Settings, with_overrides
+from crawlcycle.settings import Settings
+from crawlcycle.settings.sources import with_overrides
 from crawlcycle.ui.report import FRESHNESS
 
 

