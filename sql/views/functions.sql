@@ -74,17 +74,18 @@ WHERE p.weight > 0;
 CREATE OR REPLACE MACRO view_weight(r, k) AS
     CASE WHEN r <= k THEN k * pow(r, -1.5) / (SELECT sum(pow(i, -1.5)) FROM range(1, k + 1) t(i)) ELSE 0 END;
 
+-- Each query of cycle `c`'s query-log partition with its frequency.
+CREATE OR REPLACE MACRO cycle_query_frequencies(c) AS TABLE
+SELECT l.query, exact_sum(l.frequency) AS frequency
+FROM query_log l JOIN cycles y ON y.interval_start = l.partition
+WHERE y.cycle = c
+GROUP BY l.query;
+
 -- The impact each page carries in the results of cycle `c`: the sum over the queries of the cycle's query-log
 -- partition whose reference top `k` (query_results) holds it of the query's frequency x view_weight of its rank.
 CREATE OR REPLACE MACRO carried_impact(c, k) AS TABLE
-WITH freq AS (
-    SELECT l.query, exact_sum(l.frequency) AS frequency
-    FROM query_log l JOIN cycles y ON y.interval_start = l.partition
-    WHERE y.cycle = c
-    GROUP BY l.query
-)
 SELECT r.url, exact_sum(f.frequency * view_weight(r.rank, k)) AS carried_impact
-FROM query_results r JOIN freq f USING (query)
+FROM query_results r JOIN cycle_query_frequencies(c) f USING (query)
 WHERE r.cycle = c AND r.rank <= k
 GROUP BY r.url;
 

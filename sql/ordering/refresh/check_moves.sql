@@ -9,12 +9,7 @@
 -- inputs: s_copy_pairs, s_copy_scores
 DELETE FROM check_moves WHERE cycle = $cycle;
 INSERT INTO check_moves (cycle, url, queries, carried, moved)
-WITH freq AS (
-    SELECT l.query, exact_sum(l.frequency) AS frequency
-    FROM query_log l JOIN cycles y ON y.interval_start = l.partition
-    WHERE y.cycle = $cycle
-    GROUP BY l.query
-), before AS (
+WITH before AS (
     SELECT p.query, p.url,
            CASE WHEN s.score IS NULL THEN 0
                 ELSE view_weight(1 + count(r.url) FILTER (WHERE r.score > s.score OR (r.score = s.score
@@ -27,7 +22,7 @@ WITH freq AS (
 ), compared AS (
     SELECT b.url, f.frequency, b.weight AS before, coalesce(view_weight(n.rank, $top_k), 0) AS after
     FROM before b
-    JOIN freq f USING (query)
+    JOIN cycle_query_frequencies($cycle) f USING (query)
     LEFT JOIN query_results n ON n.cycle = $cycle AND n.query = b.query AND n.url = b.url
 )
 SELECT $cycle, url, count(*), exact_sum(frequency * before),
