@@ -14,30 +14,31 @@ frequencies; link targets follow a power law; anchors mostly repeat words of the
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
 indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycle C-1, what the changed checks
-moved (``check_moves``) and improvement history, and the change history of re-fetched pages: every page fetched
-before C-1 was checked 0-3 times in cycles 2..C-1 (``page_checks`` with the outcomes of ``contracts/url_states.py``:
-changed, unchanged, not modified, failed; hosts change in bursts), its ``pages`` row as update leaves it (``cycle``,
-``checked_cycle``, ``changed_cycle``). Then cycle C's update arrives (5% of each size: newly crawled pages, their
-out-links, newly found URLs; and one stored page in 50 checked again, three in ten of them found changed, whose
-replaced copies score ranks), and the stages of cycle C run with policy hybrid and refresh policy impact, each in
-its own process as Airflow runs them; each reports its wall time and its process's peak RSS. Every stored page is a
-refresh candidate (``min_revisit_cycles`` 1): score values them all (``refresh.score_refresh``) and materialize
-divides the batch between them and the new URLs (``refresh.new_impact``, ``refresh.divide``); the seconds of these
-refresh parts are printed with their stage (``refresh part``) and after the batch's split (refreshes and new URLs in
-``batches``).
+moved (``check_moves``) and improvement history, S' and the top-K odds trained in refit C-1 (which cycle C's refit
+keeps while their error on its held-out queries stays within ``refit_drift``: setting ``recompute``), and the change
+history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1 (``page_checks``
+with the outcomes of ``contracts/url_states.py``: changed, unchanged, not modified, failed; hosts change in bursts),
+its ``pages`` row as update leaves it (``cycle``, ``checked_cycle``, ``changed_cycle``). Then cycle C's update
+arrives (5% of each size: newly crawled pages, their out-links, newly found URLs; and one stored page in 50 checked
+again, three in ten of them found changed, whose replaced copies score ranks), and the stages of cycle C run with
+policy hybrid and refresh policy impact, each in its own process as Airflow runs them; each reports its wall time
+and its process's peak RSS. Every stored page is a refresh candidate (``min_revisit_cycles`` 1): score values them
+all (``refresh.score_refresh``) and materialize divides the batch between them and the new URLs
+(``refresh.new_impact``, ``refresh.divide``); the seconds of these refresh parts are printed with their stage
+(``refresh part``) and after the batch's split (refreshes and new URLs in ``batches``).
 
 Then the quality gates of the same cycle, as crawl_cycle's gate tasks run them (fetch and parse together, update,
 materialize), each in its own process: validation seconds, with the import of Great Expectations apart; cycle C's
 batch, fetch log and one shard of fetch and parse output are written for them.
 
-Reference, in the same run on a copy of the same state: score and materialize under the pure-SQL policy
-``indegree`` (and refresh policy impact).
+References, in the same run on copies of the same state: refit with ``recompute`` full (every model trained
+again), and score and materialize under the pure-SQL policy ``indegree`` (and refresh policy impact).
 The goals on 2 cores, for the four stages together (``score_cycle_seconds``) and the peak RSS of any of them
 (``peak_rss_GiB``): at scale 1, 120 s and 4 GiB; at scale 10, 600 s and 16 GiB. A scale between is held to the
 goal of the next larger one, and the exit code is 1 when the run misses it (0 below scale 1). The last lines are
 ``refresh_seconds=<refresh part of score + materialize>``, ``peak_rss_GiB=``, ``score_cycle_seconds=`` and
 ``cycle_over_indegree=<refit + select_needy + score + materialize> / <score + materialize under indegree>``, of
-the last scale given.
+the last scale given; ``refit_over_full_recompute=`` comes before them.
 
 Each timed scale's figures are kept in ``bench/results/score-scale<S>.json`` (``refresh_seconds`` per stage and
 ``batch``: its refreshes, new URLs and the refresh candidates kept in ``refresh_scores``); with two scales or more
@@ -71,14 +72,14 @@ import pyarrow.parquet as pq
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.url_states import CheckOutcome
 from crawlcycle.db import connect, migrate
-from crawlcycle.models import refit
+from crawlcycle.models import refit, score_model
 from crawlcycle.ordering import refresh
 from crawlcycle.pipeline import shard_storage, stages
 from crawlcycle.pipeline.stage_order import TASKS
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.settings import Settings
-from crawlcycle.settings.sources import load_settings
+from crawlcycle.settings.sources import load_settings, with_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -92,7 +93,7 @@ STAGES = ("refit", "select_needy", "score", "materialize")
 # (score_refresh: candidates, moving share, policy SQL); materialize gives the new URLs their expected impact, reads the
 # scored refreshes and divides the batch (the robots.txt check of the refreshes is not counted).
 REFRESH_PARTS = {"score": ("score_refresh",), "materialize": ("new_impact", "scored", "divide")}
-STATE_FORMAT = 4  # of a kept state (sizes.json): raise it when build() writes something else
+STATE_FORMAT = 5  # of a kept state (sizes.json): raise it when build() writes something else
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
 DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
@@ -258,6 +259,12 @@ FROM (SELECT query, count(*) AS draws, min(i) AS first
 """
 
 
+def in_folder(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    """Point the saved models of a copied state at the copy's own files."""
+    con.execute("UPDATE model_runs SET file = ? || '/models/' || regexp_extract(file, '[^/]+$') WHERE file IS NOT NULL",
+                [str(folder)])
+
+
 def sizes(scale: float) -> dict[str, int]:
     growth = {"pages": scale ** PAGE_GROWTH, "queries": min(scale, 1.0)}
     n = {k: max(1, round(v * growth.get(k, scale))) for k, v in SIZES.items()}
@@ -339,6 +346,8 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
                 " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
     say("history: results of cycle C-1, what the history's changed checks moved, and improvement history")
+    fit = score_model.fit(con, settings, c - 1)
+    say(f"history: S' and the top-K odds of refit C-1 (validation MAE {fit.get('validation_mae')})")
 
     # Cycle C's update: its batch crawled, their out-links, the URLs first found in them.
     con.execute("INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source) "
@@ -477,6 +486,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
             shutil.copytree(state, folder, dirs_exist_ok=True)
             with connect(settings) as con:
                 migrate(con)  # as cycle C's begin stage would: a state kept before a migration gets it
+                in_folder(con, folder)
             run["build_s"] = found["build_s"]
             say(f"state copied from {state} (built in {run['build_s']:.0f} s)")
         else:
@@ -493,9 +503,11 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
         print(f"setup_s={time.perf_counter() - t0:.1f} db_MB={run['db_MB']}", flush=True)
         if build_only:
             return run
-        # The reference starts from the same state: a copy, as the stages below rewrite what it would overwrite.
-        (folder / "reference").mkdir()
-        shutil.copy(settings.db_path, folder / "reference" / "crawl.duckdb")
+        # The references start from the same state: copies, as the stages below rewrite what they would overwrite.
+        for name in ("reference", "full"):
+            shutil.copytree(folder, folder / name, ignore=shutil.ignore_patterns("duckdb-tmp", "reference"))
+            with duckdb.connect(str(folder / name / "crawl.duckdb")) as con:
+                in_folder(con, folder / name)
 
         seconds, peaks, refreshing = {}, {}, {}
         for name in STAGES:
@@ -519,6 +531,11 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
             checks.append(validated)
             print(f"gate {'+'.join(names)}: validation {validated:.2f} s, GX import {imported:.2f} s, "
                   f"peak RSS {peak / (1 << 30):.2f} GiB", flush=True)
+        full = with_overrides(bench_settings(folder / "full", n["new_pages"], scale=scale), {"recompute": "full"})
+        run["full_refit"], _, result, _ = in_child(run_stage, "refit", full)
+        print(f"reference (recompute full, copy of the same state): refit {run['full_refit']:.2f} s, result {result}",
+              flush=True)
+        shutil.rmtree(folder / "full")
         reference = {}
         indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=scale)
         for name in ("score", "materialize"):
@@ -527,6 +544,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
               f"materialize {reference['materialize']:.2f} s")
     total, ref = sum(seconds.values()), sum(reference.values())
     print(f"score_materialize_over_indegree={(seconds['score'] + seconds['materialize']) / ref:.2f}")
+    print(f"refit_over_full_recompute={seconds['refit'] / run['full_refit']:.2f}")
     print(f"gate_validation_share={sum(checks) / (total + sum(checks)):.3f} (goal under 0.1; GX import "
           f"{sum(imports):.1f} s more over {len(imports)} gate tasks)")
     run.update(seconds={k: round(v, 2) for k, v in seconds.items()},

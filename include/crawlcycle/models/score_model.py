@@ -31,6 +31,7 @@ validation RMSE as spread), and the hit rate by decile of the predicted odds.
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -141,14 +142,15 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
                       queries=settings.s_prime_queries)["query"].to_list()
     queries = stage_queries(partition)
     run_sql(con, "models/score_model/training_scope")
-    # n-gram mode: any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams
-    # on very many URLs propose none (the sample would cost a scan of much of the crawl per query).
-    pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
-    scored = ranker.pair_scores(con, settings, queries["query"].to_list(), pairs.select("qid", "url"))
-    data = pairs.join(scored, on=["qid", "url"]).sort("qid", "url")
     features = feature_names(settings)
-    metrics: dict = {"queries": queries.height, "pairs": data.height, "match_mode": settings.match_mode}
     held_out = (pl.col("qid") % HOLDOUT) == 0
+    drift = _drift(con, settings, cycle, queries.filter(held_out)["query"].to_list(), features)
+    if drift.get("kept"):
+        return _keep(con, cycle, features, {"queries": queries.height, "match_mode": settings.match_mode, **drift})
+    data = _training_pairs(con, settings, cycle, queries)
+    metrics: dict = {"queries": queries.height, "pairs": data.height, "match_mode": settings.match_mode}
+    if drift:  # why the model kept until now was not kept
+        metrics["drift_check"] = drift
     train, valid = data.filter(~held_out), data.filter(held_out)
     if train.height < MIN_PAIRS or not valid.height:
         metrics["reason"] = f"too few training pairs ({train.height} train, {valid.height} validation)"
@@ -178,6 +180,54 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     _fit_odds(con, settings, cycle, train, valid.with_columns(s_prime=guess), [*features, *BAR_FEATURES],
               metrics["validation_rmse"])
     return metrics
+
+
+def _training_pairs(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
+                    queries: pl.DataFrame) -> pl.DataFrame:
+    """Features and S (``score``) of the crawled pages matching ``queries``, by qid and url."""
+    # n-gram mode: any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams
+    # on very many URLs propose none (the sample would cost a scan of much of the crawl per query).
+    pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
+    scored = ranker.pair_scores(con, settings, queries["query"].to_list(), pairs.select("qid", "url"))
+    return pairs.join(scored, on=["qid", "url"]).sort("qid", "url")
+
+
+def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_out: list[str],
+           features: list[str]) -> dict:
+    """With ``recompute = changed``, whether the newest S' may be kept this cycle: its age, and its error on this
+    cycle's pairs of the ``held_out`` queries (which it never learnt from) against its error when trained (``drift``:
+    their ratio, less 1). ``kept`` when both are within bounds; {} without a model to keep (none yet, other
+    features, or ``recompute = full``)."""
+    rows = fetch_rows(con, "models/score_model/latest_saved", model="s_prime", cycle=cycle - 1)
+    if settings.recompute != "changed" or not rows or list(rows[0][2]) != features:
+        return {}
+    fitted = json.loads(rows[0][3])
+    trained = fitted.get("trained_cycle", rows[0][0])
+    out = {"trained_cycle": trained, "age": cycle - trained, "kept": False}
+    if out["age"] >= settings.refit_max_age:
+        return out
+    data = _training_pairs(con, settings, cycle, stage_queries(held_out))
+    if not data.height:
+        return out
+    model = pickle.loads(Path(rows[0][1]).read_bytes())
+    error = float(np.mean(np.abs(data["score"].to_numpy() - model.predict(data.select(features).to_numpy()))))
+    trained_error = fitted.get("trained_validation_mae", fitted.get("validation_mae"))
+    drift = error / trained_error - 1 if trained_error else float("inf")
+    return {**out, "trained_validation_mae": trained_error, "validation_mae": error, "validation_pairs": data.height,
+            "drift": drift, "kept": drift <= settings.refit_drift}
+
+
+def _keep(con: duckdb.DuckDBPyConnection, cycle: int, features: list[str], metrics: dict) -> dict:
+    """Record the newest S' and top-K odds again for cycle ``cycle``, with ``metrics`` (the drift check's)."""
+    (kept,) = fetch_rows(con, "models/score_model/latest_saved", model="s_prime", cycle=cycle - 1)
+    record_model(con, cycle, "s_prime", features, metrics, kept[1])
+    odds = fetch_rows(con, "models/score_model/latest_saved", model="top_k_odds", cycle=cycle - 1)
+    if odds:  # its calibration stays that of its training
+        fitted = json.loads(odds[0][3])
+        record_model(con, cycle, "top_k_odds", list(odds[0][2]),
+                     {**fitted, "trained_cycle": fitted.get("trained_cycle", odds[0][0])}, odds[0][1])
+    return metrics
+
 
 
 def _save(settings: Settings, name: str, cycle: int, model: object) -> str:

@@ -336,6 +336,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
             part("hybrid_mix", lambda: mix.fit(con, settings, cycle))
         return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
+                "s_prime_kept": bool(s_prime.get("kept")),
                 "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}
 
 

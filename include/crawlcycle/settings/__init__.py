@@ -55,6 +55,7 @@ MATCH_MODES = ("evidence", "ngram")
 IMPACT_ODDS = ("model", "sketch")
 ODDS_BARS = ("crawled", "frontier")
 HYBRID_MIXES = ("fixed", "learnt")
+RECOMPUTE_MODES = ("changed", "full")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
 EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
 CHANGE_MODELS = ("poisson", "bursts")
@@ -268,6 +269,13 @@ class Settings:
                               low=1)
     match_share: float = ordering(1.0, "rho: a frontier page matches a query holding at least this share of its "
                                   "n-grams", above=0, high=1)
+    recompute: str = ordering("changed", "what a refit computes again: changed (S' and the top-K odds are kept while "
+                              "S''s error on this cycle's held-out queries stays within refit_drift of its error when "
+                              "trained, for at most refit_max_age cycles) or full (every model from all rows, every "
+                              "cycle)", choices=RECOMPUTE_MODES)
+    refit_drift: float = ordering(0.1, "recompute changed: S' is trained again once its error on the held-out queries "
+                                  "grows by more than this share of its error when trained", low=0)
+    refit_max_age: int = ordering(4, "recompute changed: cycles S' and the top-K odds are kept at most", low=1)
     s_prime_queries: int = ordering(600, "queries of the partition whose crawled matches train the S' model each "
                                     "cycle", low=1)
     hybrid_query_weight: float = ordering(0.9, "weight of the normalised query-based impact in the hybrid priority",
