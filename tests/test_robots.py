@@ -93,11 +93,15 @@ def test_stored_rules_are_looked_up_by_origin() -> None:
     allowed until the fetcher asks it."""
     rows = [{"origin": "http://site.test", "status": 200, "robots_txt": "User-agent: *\nDisallow: /a\n"},
             {"origin": "https://site.test", "status": 200, "robots_txt": "User-agent: *\nDisallow: /b\n"},
-            {"origin": "http://site.test:8080", "status": 503, "robots_txt": None}]
+            {"origin": "http://site.test:8080", "status": 503, "robots_txt": None},
+            {"origin": "http://other.test", "status": 200, "robots_txt": "User-agent: *\nDisallow: /\n"}]
     stored = StoredRobots(rows, "crawlcycle")
     assert [stored.allowed(u) for u in ("http://site.test/a", "http://site.test/b", "https://site.test/a",
                                         "https://site.test/b", "http://site.test:8080/a", "http://new.test/a")] == \
         [False, True, True, False, True, True]
+    # a file is parsed when its origin's first URL is checked: other.test's never was
+    assert sorted(stored.rules) == ["http://site.test", "http://site.test:8080", "https://site.test"]
+    assert not stored.allowed("http://other.test/x") and "http://other.test" in stored.rules
     assert origin_of("https://user@site.test:8443/x?y") == "https://site.test:8443"
 
 

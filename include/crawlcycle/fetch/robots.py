@@ -92,14 +92,22 @@ class RobotsRules:
 
 class StoredRobots:
     """The robots rules stored per origin (rows of origin, status, robots_txt), for checks ahead of fetching:
-    a URL whose origin has no stored robots.txt yet is allowed (the fetcher asks when it gets there)."""
+    a URL whose origin has no stored robots.txt yet is allowed (the fetcher asks when it gets there). An origin's
+    file is parsed when one of its URLs is first checked: a batch's candidates come from a small part of the origins
+    a large crawl knows."""
 
     def __init__(self, rows: list[dict], token: str) -> None:
-        self.rules = {r["origin"]: RobotsRules.from_stored(r["status"], r["robots_txt"], token) for r in rows}
+        self.token = token
+        self.stored = {r["origin"]: (r["status"], r["robots_txt"]) for r in rows}
+        self.rules: dict[str, RobotsRules] = {}
 
     def allowed(self, url: str) -> bool:
-        rules = self.rules.get(origin_of(url))
-        return rules is None or rules.allowed(url)
+        origin = origin_of(url)
+        if origin not in self.stored:
+            return True
+        if origin not in self.rules:
+            self.rules[origin] = RobotsRules.from_stored(*self.stored[origin], self.token)
+        return self.rules[origin].allowed(url)
 
 
 def stored_robots(con: duckdb.DuckDBPyConnection, settings: Settings) -> StoredRobots:
