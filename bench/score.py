@@ -13,7 +13,7 @@ without building; the build's seconds are kept with it). Words come from a 50,00
 frequencies; link targets follow a power law; anchors mostly repeat words of the URL they point at.
 
 History (cycles 1..C-1) gets its derived state the way the product builds it: the n-gram, evidence and ranker
-indexes of refit C-1, in-links and PageRank, plus synthetic top-10 results of cycle C-1, what the changed checks
+indexes of refit C-1, in-links and PageRank, plus the reference results of cycle C-1, what the changed checks
 moved (``check_moves``) and improvement history, S' and the top-K odds trained in refit C-1 (which cycle C's refit
 keeps while their error on its held-out queries stays within ``refit_drift``: setting ``recompute``), and the change
 history of re-fetched pages: every page fetched before C-1 was checked 0-3 times in cycles 2..C-1 (``page_checks``
@@ -93,7 +93,7 @@ STAGES = ("refit", "select_needy", "score", "materialize")
 # (score_refresh: candidates, moving share, policy SQL); materialize gives the new URLs their expected impact, reads the
 # scored refreshes and divides the batch (the robots.txt check of the refreshes is not counted).
 REFRESH_PARTS = {"score": ("score_refresh",), "materialize": ("new_impact", "scored", "divide")}
-STATE_FORMAT = 5  # of a kept state (sizes.json): raise it when build() writes something else
+STATE_FORMAT = 6  # of a kept state (sizes.json): raise it when build() writes something else
 GOALS = {1: (120.0, 4 << 30), 10: (600.0, 16 << 30)}  # scale: (seconds of the four stages, peak RSS bytes)
 DUCKDB_MEMORY = {1: "2GB", 10: "10GB"}  # scale: DuckDB's memory_limit for the stages
 BUILD_MEMORY = "14GB"
@@ -335,17 +335,14 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
     say(f"history: ranker index {indexed}")
     graph = refit.refit_link_graph(con, c - 1)
     say(f"history: link graph {graph}")
-    # Top 10 of every query in cycle C-1, and improvement history for the improvability fit.
-    con.execute("INSERT INTO query_results (cycle, query, rank, url, score, source) "
-                "SELECT $cycle - 1, q.query, r.rank, p.url, round((20 - r.rank) * (0.5 + unit(q.query, 'score')), 6), "
-                "'reference' FROM (SELECT DISTINCT query FROM query_log) q CROSS JOIN range(1, 11) r(rank) "
-                "JOIN pg p ON p.pidx = 1 + pick(q.query, r.rank, $old)", {"cycle": c, "old": old_pages})
+    # The reference top K of every query in cycle C-1, and improvement history for the improvability fit.
+    ranked = ranker.rank_queries(con, settings, c - 1)
     con.execute(HISTORY_MOVES)
     con.execute("INSERT INTO query_improvement (cycle, query, prior_avg_score, improvement) "
                 "SELECT k, query, x, floor(6 * exp(-x / 4) * unit(query, k + 100))::INT FROM "
                 "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
                 " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
-    say("history: results of cycle C-1, what the history's changed checks moved, and improvement history")
+    say(f"history: {ranked} results of cycle C-1, what the history's changed checks moved, and improvement history")
     fit = score_model.fit(con, settings, c - 1)
     say(f"history: S' and the top-K odds of refit C-1 (validation MAE {fit.get('validation_mae')})")
 

@@ -14,7 +14,7 @@ from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
-CYCLES = 5
+CYCLES = 4
 LOOSE = 5.0
 
 
