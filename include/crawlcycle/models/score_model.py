@@ -39,6 +39,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import RANK_DIGITS, fetch_rows, query, run_sql, staged
 from crawlcycle.models.refit import record_model
 from crawlcycle.ranking import evidence_index, ngram_index, ranker, semantic_match
@@ -198,7 +199,7 @@ def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_
     cycle's pairs of the ``held_out`` queries (which it never learnt from) against its error when trained (``drift``:
     their ratio, less 1). ``kept`` when both are within bounds; {} without a model to keep (none yet, other
     features, or ``recompute = full``)."""
-    rows = fetch_rows(con, "models/score_model/latest_saved", model="s_prime", cycle=cycle - 1)
+    rows = _in_use(con, "s_prime", cycle)
     if settings.recompute != "changed" or not rows or list(rows[0][2]) != features:
         return {}
     fitted = json.loads(rows[0][3])
@@ -217,11 +218,18 @@ def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_
             "drift": drift, "kept": drift <= settings.refit_drift}
 
 
+def _in_use(con: duckdb.DuckDBPyConnection, name: str, cycle: int) -> list[tuple]:
+    """The saved fit of model ``name`` that scored the batch cycle ``cycle`` fetched (cycle, file, features,
+    metrics), or no row."""
+    score_cycle, _ = batch_cycles(fetch=cycle)
+    return fetch_rows(con, "models/score_model/latest_saved", model=name, cycle=score_cycle)
+
+
 def _keep(con: duckdb.DuckDBPyConnection, cycle: int, features: list[str], metrics: dict) -> dict:
     """Record the newest S' and top-K odds again for cycle ``cycle``, with ``metrics`` (the drift check's)."""
-    (kept,) = fetch_rows(con, "models/score_model/latest_saved", model="s_prime", cycle=cycle - 1)
+    (kept,) = _in_use(con, "s_prime", cycle)
     record_model(con, cycle, "s_prime", features, metrics, kept[1])
-    odds = fetch_rows(con, "models/score_model/latest_saved", model="top_k_odds", cycle=cycle - 1)
+    odds = _in_use(con, "top_k_odds", cycle)
     if odds:  # its calibration stays that of its training
         fitted = json.loads(odds[0][3])
         record_model(con, cycle, "top_k_odds", list(odds[0][2]),
