@@ -195,10 +195,11 @@ def _training_pairs(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: i
 
 def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_out: list[str],
            features: list[str]) -> dict:
-    """With ``recompute = changed``, whether the newest S' may be kept this cycle: its age, and its error on this
-    cycle's pairs of the ``held_out`` queries (which it never learnt from) against its error when trained (``drift``:
-    their ratio, less 1). ``kept`` when both are within bounds; {} without a model to keep (none yet, other
-    features, or ``recompute = full``)."""
+    """With ``recompute = changed``, whether the S' in use may be kept this cycle: its age, and its error on this
+    cycle's pairs of the ``held_out`` queries (which it never learnt from) against its error when trained, the gain
+    in the units of what guessing those pairs' mean score would miss (``drift``: the share of the scores' spread
+    that S' explained when trained and explains no more). ``kept`` when both are within bounds; {} without a model
+    to keep (none yet, other features, or ``recompute = full``)."""
     rows = _in_use(con, "s_prime", cycle)
     if settings.recompute != "changed" or not rows or list(rows[0][2]) != features:
         return {}
@@ -211,11 +212,13 @@ def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_
     if not data.height:
         return out
     model = pickle.loads(Path(rows[0][1]).read_bytes())
-    error = float(np.mean(np.abs(data["score"].to_numpy() - model.predict(data.select(features).to_numpy()))))
+    truth = data["score"].to_numpy()
+    error = float(np.mean(np.abs(truth - model.predict(data.select(features).to_numpy()))))
+    spread = float(np.mean(np.abs(truth - truth.mean())))
     trained_error = fitted.get("trained_validation_mae", fitted.get("validation_mae"))
-    drift = error / trained_error - 1 if trained_error else float("inf")
-    return {**out, "trained_validation_mae": trained_error, "validation_mae": error, "validation_pairs": data.height,
-            "drift": drift, "kept": drift <= settings.refit_drift}
+    drift = (error - trained_error) / spread if spread else float("inf")
+    return {**out, "trained_validation_mae": trained_error, "validation_mae": error, "baseline_mae": spread,
+            "validation_pairs": data.height, "drift": drift, "kept": drift <= settings.refit_drift}
 
 
 def _in_use(con: duckdb.DuckDBPyConnection, name: str, cycle: int) -> list[tuple]:

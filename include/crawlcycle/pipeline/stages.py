@@ -337,6 +337,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
                 "s_prime_kept": bool(s_prime.get("kept")),
+                "s_prime_drift": s_prime.get("drift", s_prime.get("drift_check", {}).get("drift")),
                 "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}
 
 

@@ -273,8 +273,9 @@ class Settings:
                               "S''s error on this cycle's held-out queries stays within refit_drift of its error when "
                               "trained, for at most refit_max_age cycles) or full (every model from all rows, every "
                               "cycle)", choices=RECOMPUTE_MODES)
-    refit_drift: float = ordering(0.1, "recompute changed: S' is trained again once its error on the held-out queries "
-                                  "grows by more than this share of its error when trained", low=0)
+    refit_drift: float = ordering(0.05, "recompute changed: S' is trained again once its error on the held-out "
+                                  "queries has grown by more than this share of the error of guessing their mean "
+                                  "score (the share of the scores' spread it no longer explains)", low=0)
     refit_max_age: int = ordering(4, "recompute changed: cycles S' and the top-K odds are kept at most", low=1)
     s_prime_queries: int = ordering(600, "queries of the partition whose crawled matches train the S' model each "
                                     "cycle", low=1)
