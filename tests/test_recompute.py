@@ -1,21 +1,27 @@
-"""What a refit computes again (setting recompute): several cycles of hybrid over three real sites of
-../shared/corpus with the full recompute and with the changed-only one, and what differs between them."""
+"""What the ordering stages compute again each cycle, on several cycles of hybrid over three real sites of
+../shared/corpus: a refit with the full recompute and with the changed-only one (setting recompute), and what
+differs between them; materialize's candidates read from the best scored URLs only, and the batch they give."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from crawlcycle.contracts.cycles import batch_cycles
+from crawlcycle.db import connect, scalar
 from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.pipeline import materialize
 from crawlcycle.settings import Settings
-from crawlcycle.settings.sources import load_settings
+from crawlcycle.settings.sources import from_record, load_settings
 from tests.support.demo import USER_AGENT
 
 CYCLES = 4
 LOOSE = 5.0
+SHIPPED_PREFIX = materialize.PREFIX_BATCHES
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +68,7 @@ def test_a_model_is_kept_only_while_its_held_out_error_stays_within_the_drift_bo
     trained = {c: f for c, m, f in runs if f and "trained_cycle" not in m}
     kept = [(c, m, f) for c, m, f in runs if "trained_cycle" in m]
     for c, m, f in kept:
-        assert 0 <= m["drift"] <= bound and 1 <= m["age"] < max_age, (c, m)
+        assert m["drift"] <= bound and 1 <= m["age"] < max_age, (c, m)
         assert f == trained[m["trained_cycle"]]  # the very file that was trained
         odds = _read(crawls[way], f"SELECT file FROM model_runs WHERE model = 'top_k_odds' AND cycle = {c}")
         assert odds[0][0].endswith(f"top_k_odds-{m['trained_cycle']:05d}.pkl")
@@ -88,3 +94,28 @@ def test_batches_equal_the_full_recomputes_until_a_kept_model_scores_one(crawls:
     # a kept model reorders the frontier a little: the crawls stay close
     fetched = {w: set(_read(crawls[w], "SELECT url FROM pages")) for w in ("full", way)}
     assert len(fetched["full"] & fetched[way]) >= 0.8 * len(fetched["full"])
+
+
+@pytest.mark.parametrize("batches", [1, SHIPPED_PREFIX, 2 * SHIPPED_PREFIX])
+def test_candidates_read_from_the_best_scored_urls_give_the_batch_the_whole_frontier_gives(
+        crawls: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batches: int) -> None:
+    got = {}
+    for prefix in (batches, 10 ** 6):  # the prefix of the best `batches` batches' worth, and every scored URL
+        folder = tmp_path / str(prefix)
+        folder.mkdir()
+        shutil.copy(crawls["full"], folder / "crawl.duckdb")
+        live = load_settings(environ={}, overrides={"db_path": str(folder / "crawl.duckdb"),
+                                                    "data_dir": str(folder), "user_agent": USER_AGENT})
+        monkeypatch.setattr(materialize, "PREFIX_BATCHES", prefix)
+        with connect(live) as con:
+            settings = from_record(json.loads(scalar(con, "SELECT settings FROM cycles WHERE cycle = ?", [CYCLES])),
+                                   live)
+            scored = scalar(con, "SELECT count(*) FROM frontier_scores WHERE score_cycle = ?", [CYCLES])
+            cand, _ = materialize.candidates(con, settings, *batch_cycles(score=CYCLES), settings.batch_size)
+            batch = materialize.materialize(con, settings, CYCLES)
+            got[prefix] = (cand.height, batch.select("url", "kind", "rank").rows())
+    assert scored > batches * settings.batch_size  # a prefix is a part of the scored URLs
+    assert got[batches][1] == got[10 ** 6][1] and len(got[batches][1]) == settings.batch_size
+    # the best batch's worth holds too few allowed URLs of origins that answered, so the whole frontier is read;
+    # the shipped prefix fills the batch from fewer candidates
+    assert (got[batches][0] < got[10 ** 6][0]) == (batches >= SHIPPED_PREFIX)

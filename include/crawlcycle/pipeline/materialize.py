@@ -10,10 +10,12 @@ import polars as pl
 
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.refresh_policies import refresh_policy
-from crawlcycle.db import fetch_rows, query, run_sql, staged
+from crawlcycle.db import fetch_rows, query, run_sql, scalar, staged
 from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.ordering import refresh
 from crawlcycle.settings import Settings
+
+PREFIX_BATCHES = 8  # batches' worth of the best scored URLs that candidates() reads first
 
 
 def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.DataFrame) -> pl.Series:
@@ -22,17 +24,34 @@ def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.D
     return pl.Series([robots.allowed(u) for u in urls["url"]], dtype=pl.Boolean)
 
 
+def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, score_cycle: int, fetch_cycle: int,
+               untested: int) -> tuple[pl.DataFrame, pl.Series]:
+    """The new URLs that may take a slot (``batch_candidates.sql``) and whether robots.txt allows each. They are read
+    from the best ``PREFIX_BATCHES`` batches' worth of scored URLs first, which gives the same batch as the whole
+    frontier when that prefix alone fills the batch with allowed URLs that are not overflow, ``per_host_cap`` per host
+    (a refresh takes a new URL's slot, never adds one); else from every scored URL. Only the robots.txt verdicts
+    differ: a disallowed URL outside the prefix is found when it enters one."""
+    scored = scalar(con, "SELECT count(*) FROM frontier_scores WHERE score_cycle = ?", [score_cycle])
+    for prefix in (PREFIX_BATCHES * settings.batch_size, None):
+        cand = query(con, "pipeline/materialize/batch_candidates", score_cycle=score_cycle, fetch_cycle=fetch_cycle,
+                     per_host_cap=settings.per_host_cap, max_delay=settings.max_delay,
+                     obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
+                     new_path_slots=settings.new_path_slots, prefix=prefix)
+        allowed = robots_filter(con, settings, cand)
+        usable = (cand.filter(allowed & ~pl.col("overflow")).sort(["priority", "url"], descending=[True, False])
+                  .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap))
+        if usable.height >= settings.batch_size or prefix is None or prefix >= scored:
+            break
+    return cand, allowed
+
+
 def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> pl.DataFrame:
     """Write ``batches`` and ``probes`` for the fetch of the next cycle from the scores of cycle ``cycle``; return the
     batch."""
     score_cycle, fetch_cycle = batch_cycles(score=cycle)
     untested = fetch_rows(con, "pipeline/materialize/untested_slots", batch_size=settings.batch_size)[0][0]
     con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
-    cand = query(con, "pipeline/materialize/batch_candidates", score_cycle=score_cycle, fetch_cycle=fetch_cycle,
-                 per_host_cap=settings.per_host_cap, max_delay=settings.max_delay,
-                 obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
-                 new_path_slots=settings.new_path_slots)
-    allowed = robots_filter(con, settings, cand)
+    cand, allowed = candidates(con, settings, score_cycle, fetch_cycle, untested)
     blocked = cand.filter(~allowed)
     if blocked.height:
         with staged(con, s_blocked=blocked.select("url")):

@@ -6,6 +6,8 @@
 -- answered but never gave a page (seeds' origins aside) take at most $untested_slots slots
 -- (materialize.untested_slots). Of a path group that has not given a page yet, the best $new_path_slots come first and
 -- the rest are `overflow`: they go behind every other candidate, so they fill a batch only when nothing else would.
+-- Only the $prefix best scored URLs are read (all when NULL): every rule above ranks a URL among URLs of higher
+-- priority, so a candidate that is not overflow is the same in the prefix as in the whole (materialize.candidates).
 WITH tried AS (
     SELECT origin, state, last_error, next_try_cycle FROM v_origins
 ), ready AS (
@@ -23,10 +25,10 @@ WITH tried AS (
     SELECT origin FROM robots WHERE $obey_crawl_delay AND crawl_delay > $max_delay
 ), by_origin AS (
     SELECT s.url, f.host, s.priority, s.parts, url_path_group(s.url) AS path_group
-    FROM frontier_scores s
+    FROM (SELECT * FROM frontier_scores WHERE score_cycle = $score_cycle ORDER BY priority DESC, url LIMIT $prefix) s
     JOIN frontier f USING (url)
     JOIN ready r ON r.origin = url_origin(s.url)
-    WHERE s.score_cycle = $score_cycle AND r.origin NOT IN (SELECT origin FROM too_slow)
+    WHERE r.origin NOT IN (SELECT origin FROM too_slow)
     QUALIFY r.slots IS NULL OR row_number() OVER (PARTITION BY r.origin ORDER BY s.priority DESC, s.url) <= r.slots
 ), path_slots AS (
     SELECT o.*, p.next_try_cycle IS NOT NULL AS held,
