@@ -145,10 +145,13 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
     run_sql(con, "models/score_model/training_scope")
     features = feature_names(settings)
     held_out = (pl.col("qid") % HOLDOUT) == 0
-    drift = _drift(con, settings, cycle, queries.filter(held_out)["query"].to_list(), features)
+    drift, checked = _drift(con, settings, cycle, queries.filter(held_out), features)
     if drift.get("kept"):
         return _keep(con, cycle, features, {"queries": queries.height, "match_mode": settings.match_mode, **drift})
-    data = _training_pairs(con, settings, cycle, queries)
+    if checked is None:
+        data = _training_pairs(con, settings, cycle, queries)
+    else:  # the check's pairs are the held-out queries' own: only the others' are new
+        data = pl.concat([checked, _training_pairs(con, settings, cycle, queries.filter(~held_out))]).sort("qid", "url")
     metrics: dict = {"queries": queries.height, "pairs": data.height, "match_mode": settings.match_mode}
     if drift:  # why the model kept until now was not kept
         metrics["drift_check"] = drift
@@ -185,32 +188,38 @@ def fit(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dict:
 
 def _training_pairs(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                     queries: pl.DataFrame) -> pl.DataFrame:
-    """Features and S (``score``) of the crawled pages matching ``queries``, by qid and url."""
+    """Features and S (``score``) of the crawled pages matching ``queries`` (some of :func:`stage_queries`' rows), by
+    their qid and url. A pair's features and S read only its own query's terms, so the pairs of a part of the
+    queries are the part of theirs."""
+    staged_queries = stage_queries(queries["query"].to_list())  # qid = position, as pair_scores wants
     # n-gram mode: any shared n-gram makes a pair, so that the model also sees how partial matches score; n-grams
     # on very many URLs propose none (the sample would cost a scan of much of the crawl per query).
-    pairs = pair_features(con, settings, cycle, queries, MIN_SHARE, per_query=PAIRS_PER_QUERY, max_df=PROPOSING_DF)
-    scored = ranker.pair_scores(con, settings, queries["query"].to_list(), pairs.select("qid", "url"))
-    return pairs.join(scored, on=["qid", "url"]).sort("qid", "url")
+    pairs = pair_features(con, settings, cycle, staged_queries, MIN_SHARE, per_query=PAIRS_PER_QUERY,
+                          max_df=PROPOSING_DF)
+    scored = ranker.pair_scores(con, settings, staged_queries["query"].to_list(), pairs.select("qid", "url"))
+    qids = staged_queries.select("qid", "query").join(queries.select("query", given="qid"), on="query")
+    return (pairs.join(scored, on=["qid", "url"]).join(qids.select("qid", "given"), on="qid")
+            .with_columns(qid=pl.col("given")).drop("given").sort("qid", "url"))
 
 
-def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_out: list[str],
-           features: list[str]) -> dict:
+def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_out: pl.DataFrame,
+           features: list[str]) -> tuple[dict, pl.DataFrame | None]:
     """With ``recompute = changed``, whether the S' in use may be kept this cycle: its age, and its error on this
     cycle's pairs of the ``held_out`` queries (which it never learnt from) against its error when trained, the gain
     in the units of what guessing those pairs' mean score would miss (``drift``: the share of the scores' spread
     that S' explained when trained and explains no more). ``kept`` when both are within bounds; {} without a model
-    to keep (none yet, other features, or ``recompute = full``)."""
+    to keep (none yet, other features, or ``recompute = full``). And the held-out pairs when it computed them."""
     rows = _in_use(con, "s_prime", cycle)
     if settings.recompute != "changed" or not rows or list(rows[0][2]) != features:
-        return {}
+        return {}, None
     fitted = json.loads(rows[0][3])
     trained = fitted.get("trained_cycle", rows[0][0])
     out = {"trained_cycle": trained, "age": cycle - trained, "kept": False}
     if out["age"] >= settings.refit_max_age:
-        return out
-    data = _training_pairs(con, settings, cycle, stage_queries(held_out))
+        return out, None
+    data = _training_pairs(con, settings, cycle, held_out)
     if not data.height:
-        return out
+        return out, data
     model = pickle.loads(Path(rows[0][1]).read_bytes())
     truth = data["score"].to_numpy()
     error = float(np.mean(np.abs(truth - model.predict(data.select(features).to_numpy()))))
@@ -218,7 +227,7 @@ def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_
     trained_error = fitted.get("trained_validation_mae", fitted.get("validation_mae"))
     drift = (error - trained_error) / spread if spread else float("inf")
     return {**out, "trained_validation_mae": trained_error, "validation_mae": error, "baseline_mae": spread,
-            "validation_pairs": data.height, "drift": drift, "kept": drift <= settings.refit_drift}
+            "validation_pairs": data.height, "drift": drift, "kept": drift <= settings.refit_drift}, data
 
 
 def _in_use(con: duckdb.DuckDBPyConnection, name: str, cycle: int) -> list[tuple]:
