@@ -27,7 +27,7 @@ SHIPPED_PREFIX = materialize.PREFIX_BATCHES
 @pytest.fixture(scope="module")
 def crawls(three_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The crawl databases of hybrid over the three sites: recompute full; changed as it ships; and changed with a
-    drift bound loose enough (500 %) for a model to be kept on a crawl that grows this fast."""
+    drift bound loose enough (five times the scores' spread) for a model to be kept on a crawl that grows this fast."""
     out, cache = tmp_path_factory.mktemp("recompute"), tmp_path_factory.mktemp("recompute-cache")
     ways = {"full": {"recompute": "full"}, "changed": {"recompute": "changed"},
             "loose": {"recompute": "changed", "refit_drift": LOOSE}}

@@ -220,7 +220,7 @@ def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, held_
     data = _training_pairs(con, settings, cycle, held_out)
     if not data.height:
         return out, data
-    model = pickle.loads(Path(rows[0][1]).read_bytes())
+    model = _load("s_prime", rows[0])
     truth = data["score"].to_numpy()
     error = float(np.mean(np.abs(truth - model.predict(data.select(features).to_numpy()))))
     spread = float(np.mean(np.abs(truth - truth.mean())))
@@ -247,7 +247,6 @@ def _keep(con: duckdb.DuckDBPyConnection, cycle: int, features: list[str], metri
         record_model(con, cycle, "top_k_odds", list(odds[0][2]),
                      {**fitted, "trained_cycle": fitted.get("trained_cycle", odds[0][0])}, odds[0][1])
     return metrics
-
 
 
 def _save(settings: Settings, name: str, cycle: int, model: object) -> str:
@@ -315,10 +314,15 @@ def _saved(con: duckdb.DuckDBPyConnection, name: str, cycle: int, features: pl.D
     rows = fetch_rows(con, "models/score_model/latest_saved", model=name, cycle=cycle)
     if not rows or not features.height or not set(rows[0][2]) <= set(features.columns):
         return None
-    path = Path(rows[0][1])
+    return _load(name, rows[0]), rows[0][2]
+
+
+def _load(name: str, row: tuple) -> object:
+    """The model a ``latest_saved.sql`` row names."""
+    path = Path(row[1])
     if not path.is_file():
-        raise FileNotFoundError(f"{name} model of cycle {rows[0][0]} is missing: {path} (re-run that cycle's refit)")
-    return pickle.loads(path.read_bytes()), rows[0][2]
+        raise FileNotFoundError(f"{name} model of cycle {row[0]} is missing: {path} (re-run that cycle's refit)")
+    return pickle.loads(path.read_bytes())
 
 
 def predict(con: duckdb.DuckDBPyConnection, cycle: int, features: pl.DataFrame) -> pl.Series:
