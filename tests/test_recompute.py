@@ -14,6 +14,7 @@ import pytest
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import connect, scalar
 from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.pipeline import materialize
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import from_record, load_settings
@@ -111,7 +112,8 @@ def test_candidates_read_from_the_best_scored_urls_give_the_batch_the_whole_fron
             settings = from_record(json.loads(scalar(con, "SELECT settings FROM cycles WHERE cycle = ?", [CYCLES])),
                                    live)
             scored = scalar(con, "SELECT count(*) FROM frontier_scores WHERE score_cycle = ?", [CYCLES])
-            cand, _ = materialize.candidates(con, settings, *batch_cycles(score=CYCLES), settings.batch_size)
+            cand, _ = materialize.candidates(con, settings, stored_robots(con, settings), *batch_cycles(score=CYCLES),
+                                             settings.batch_size)
             batch = materialize.materialize(con, settings, CYCLES)
             got[prefix] = (cand.height, batch.select("url", "kind", "rank").rows())
     assert scored > batches * settings.batch_size  # a prefix is a part of the scored URLs

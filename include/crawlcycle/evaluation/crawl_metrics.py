@@ -18,6 +18,7 @@ import polars as pl
 from crawlcycle.db import connect, query, run_sql, staged
 from crawlcycle.devtools.warc_server import Series
 from crawlcycle.evaluation.ground_truth import JUDGES, Truth
+from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.pipeline.materialize import robots_filter
 from crawlcycle.settings import Settings
 from crawlcycle.ui.report import ENGAGEMENT, WASTE
@@ -168,7 +169,7 @@ def batch_regret(settings: Settings, truth: Truth) -> pl.DataFrame:
     crawl's stored robots.txt allows count: no batch may hold the others."""
     with connect(settings) as con:
         # the same URLs, in the same order, for every judge
-        allowed = robots_filter(con, settings, truth.impact(JUDGES[0]))
+        allowed = robots_filter(stored_robots(con, settings), truth.impact(JUDGES[0]))
         for judge in JUDGES:
             with staged(con, s_true_impact=truth.impact(judge).filter(allowed)):
                 run_sql(con, "evaluation/crawl_metrics/batch_regret", judge=judge, per_host_cap=settings.per_host_cap)

@@ -11,21 +11,20 @@ import polars as pl
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.contracts.refresh_policies import refresh_policy
 from crawlcycle.db import fetch_rows, query, run_sql, scalar, staged
-from crawlcycle.fetch.robots import stored_robots
+from crawlcycle.fetch.robots import StoredRobots, stored_robots
 from crawlcycle.ordering import refresh
 from crawlcycle.settings import Settings
 
 PREFIX_BATCHES = 8  # batches' worth of the best scored URLs that candidates() reads first
 
 
-def robots_filter(con: duckdb.DuckDBPyConnection, settings: Settings, urls: pl.DataFrame) -> pl.Series:
+def robots_filter(robots: StoredRobots, urls: pl.DataFrame) -> pl.Series:
     """True for each URL the stored robots.txt of its origin allows (origins not seen yet: allowed)."""
-    robots = stored_robots(con, settings)
     return pl.Series([robots.allowed(u) for u in urls["url"]], dtype=pl.Boolean)
 
 
-def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, score_cycle: int, fetch_cycle: int,
-               untested: int) -> tuple[pl.DataFrame, pl.Series]:
+def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, robots: StoredRobots, score_cycle: int,
+               fetch_cycle: int, untested: int) -> tuple[pl.DataFrame, pl.Series]:
     """The new URLs that may take a slot (``batch_candidates.sql``) and whether robots.txt allows each. They are read
     from the best ``PREFIX_BATCHES`` batches' worth of scored URLs first, which gives the same batch as the whole
     frontier when that prefix alone fills the batch with allowed URLs that are not overflow, ``per_host_cap`` per host
@@ -37,7 +36,7 @@ def candidates(con: duckdb.DuckDBPyConnection, settings: Settings, score_cycle: 
                      per_host_cap=settings.per_host_cap, max_delay=settings.max_delay,
                      obey_crawl_delay=settings.obey_crawl_delay, untested_slots=untested,
                      new_path_slots=settings.new_path_slots, prefix=prefix)
-        allowed = robots_filter(con, settings, cand)
+        allowed = robots_filter(robots, cand)
         usable = (cand.filter(allowed & ~pl.col("overflow")).sort(["priority", "url"], descending=[True, False])
                   .filter(pl.int_range(pl.len()).over("host") < settings.per_host_cap))
         if usable.height >= settings.batch_size or prefix is None or prefix >= scored:
@@ -51,7 +50,8 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     score_cycle, fetch_cycle = batch_cycles(score=cycle)
     untested = fetch_rows(con, "pipeline/materialize/untested_slots", batch_size=settings.batch_size)[0][0]
     con.execute("UPDATE cycles SET untested_slots = ? WHERE cycle = ?", [untested, cycle])
-    cand, allowed = candidates(con, settings, score_cycle, fetch_cycle, untested)
+    robots = stored_robots(con, settings)  # one read of the stored files; each parsed once, when first checked
+    cand, allowed = candidates(con, settings, robots, score_cycle, fetch_cycle, untested)
     blocked = cand.filter(~allowed)
     if blocked.height:
         with staged(con, s_blocked=blocked.select("url")):
@@ -61,7 +61,7 @@ def materialize(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) 
     if entry.budget == "value":
         new = refresh.new_impact(con, settings, score_cycle, new)
     stored = refresh.scored(con, score_cycle)
-    batch = refresh.divide(new, stored.filter(robots_filter(con, settings, stored)), entry, settings)
+    batch = refresh.divide(new, stored.filter(robots_filter(robots, stored)), entry, settings)
     with staged(con, s_batch=batch):
         run_sql(con, "pipeline/materialize/write_batch", fetch_cycle=fetch_cycle, score_cycle=score_cycle,
                 policy=settings.policy, refresh_policy=entry.name)

@@ -270,9 +270,9 @@ class Settings:
     match_share: float = ordering(1.0, "rho: a frontier page matches a query holding at least this share of its "
                                   "n-grams", above=0, high=1)
     recompute: str = ordering("changed", "what a refit computes again: changed (S' and the top-K odds are kept while "
-                              "S''s error on this cycle's held-out queries stays within refit_drift of its error when "
-                              "trained, for at most refit_max_age cycles) or full (every model from all rows, every "
-                              "cycle)", choices=RECOMPUTE_MODES)
+                              "the share of the scores' spread S' no longer explains on this cycle's held-out queries "
+                              "stays within refit_drift, for at most refit_max_age cycles) or full (every model from "
+                              "all rows, every cycle)", choices=RECOMPUTE_MODES)
     refit_drift: float = ordering(0.05, "recompute changed: S' is trained again once its error on the held-out "
                                   "queries has grown by more than this share of the error of guessing their mean "
                                   "score (the share of the scores' spread it no longer explains)", low=0)
