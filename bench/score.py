@@ -31,8 +31,9 @@ Then the quality gates of the same cycle, as crawl_cycle's gate tasks run them (
 materialize), each in its own process: validation seconds, with the import of Great Expectations apart; cycle C's
 batch, fetch log and one shard of fetch and parse output are written for them.
 
-References, in the same run on copies of the same state: refit with ``recompute`` full (every model trained
-again), and score and materialize under the pure-SQL policy ``indegree`` (and refresh policy impact).
+References, in the same run on copies of the same state, before the stages: refit with ``recompute`` full (every
+model trained again), and score and materialize under the pure-SQL policy ``indegree`` (and refresh policy impact).
+Each copy is removed before the next is made, so the disk holds at most twice the state (three times with ``--state``).
 The goals on 2 cores, for the four stages together (``score_cycle_seconds``) and the peak RSS of any of them
 (``peak_rss_GiB``): at scale 1, 120 s and 4 GiB; at scale 10, 600 s and 16 GiB. A scale between is held to the
 goal of the next larger one, and the exit code is 1 when the run misses it (0 below scale 1). The last lines are
@@ -60,8 +61,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -459,6 +461,18 @@ def in_child(fn: Callable[..., tuple], *args: object) -> tuple:
         return pool.submit(fn, *args).result()
 
 
+@contextmanager
+def state_copy(folder: Path, name: str) -> Iterator[None]:
+    """A copy of the state in ``folder / name``, its files pointing at the copy, removed afterwards."""
+    shutil.copytree(folder, folder / name, ignore=shutil.ignore_patterns("duckdb-tmp"))
+    with duckdb.connect(str(folder / name / "crawl.duckdb")) as con:
+        in_folder(con, folder / name)
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder / name)
+
+
 def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_root: Path | None) -> dict:
     """Build (or copy) the state of ``scale`` and time its stages; return what bench/results keeps of the run."""
     n = sizes(scale)
@@ -500,11 +514,16 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
         print(f"setup_s={time.perf_counter() - t0:.1f} db_MB={run['db_MB']}", flush=True)
         if build_only:
             return run
-        # The references start from the same state: copies, as the stages below rewrite what they would overwrite.
-        for name in ("reference", "full"):
-            shutil.copytree(folder, folder / name, ignore=shutil.ignore_patterns("duckdb-tmp", "reference"))
-            with duckdb.connect(str(folder / name / "crawl.duckdb")) as con:
-                in_folder(con, folder / name)
+        # The references run first, each on its own copy of the state (the stages rewrite what they would overwrite),
+        # removed before the next: at most one copy beside the state on disk.
+        full = with_overrides(bench_settings(folder / "full", n["new_pages"], scale=scale), {"recompute": "full"})
+        with state_copy(folder, "full"):
+            run["full_refit"], _, full_result, _ = in_child(run_stage, "refit", full)
+        reference = {}
+        indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=scale)
+        with state_copy(folder, "reference"):
+            for name in ("score", "materialize"):
+                reference[name], _, _, _ = in_child(run_stage, name, indegree)
 
         seconds, peaks, refreshing = {}, {}, {}
         for name in STAGES:
@@ -528,15 +547,8 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
             checks.append(validated)
             print(f"gate {'+'.join(names)}: validation {validated:.2f} s, GX import {imported:.2f} s, "
                   f"peak RSS {peak / (1 << 30):.2f} GiB", flush=True)
-        full = with_overrides(bench_settings(folder / "full", n["new_pages"], scale=scale), {"recompute": "full"})
-        run["full_refit"], _, result, _ = in_child(run_stage, "refit", full)
-        print(f"reference (recompute full, copy of the same state): refit {run['full_refit']:.2f} s, result {result}",
-              flush=True)
-        shutil.rmtree(folder / "full")
-        reference = {}
-        indegree = bench_settings(folder / "reference", n["new_pages"], policy="indegree", scale=scale)
-        for name in ("score", "materialize"):
-            reference[name], _, _, _ = in_child(run_stage, name, indegree)
+        print(f"reference (recompute full, copy of the same state): refit {run['full_refit']:.2f} s, "
+              f"result {full_result}", flush=True)
         print(f"reference (policy indegree, copy of the same state): score {reference['score']:.2f} s, "
               f"materialize {reference['materialize']:.2f} s")
     total, ref = sum(seconds.values()), sum(reference.values())
