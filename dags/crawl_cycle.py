@@ -5,11 +5,13 @@ fetch and parse are mapped over the host shards; every other task opens the Duck
 task pays the import of Great Expectations unless its executor preloaded it (crawlcycle.airflow.executor does,
 for LocalExecutor).
 
-A cycle runs with the settings its begin resolved (the settings file, the environment, this run's parameters) and
-recorded in cycles.settings: every later task, and every retry, reads that record, so an edit of the file applies
-from the next cycle. What this file reads when the scheduler parses it (schedule, dates, retries, timeouts, the
-writer queue, the query-log sensor of missing_query_log = wait) and where the state is (the storage settings) are
-read as they stand: crawlcycle.settings.LIVE.
+A cycle runs with the settings its begin resolved (the settings file, the environment, this run's parameters),
+recorded in cycles.settings and handed on to the later tasks (XCom BEGUN): none of them, nor a retry, reads the
+settings file, so an edit of it, or a file made invalid, applies from the next cycle. What this file reads when the
+scheduler parses it (schedule, dates, retries, timeouts, the writer queue, the query-log sensor of missing_query_log
+= wait) is read as it stands, and so are the machine's settings (where the state is, threads, memory) that the
+environment of the machine running a task gives: crawlcycle.settings.LIVE. While the settings file cannot be read,
+this file is parsed on the defaults and the environment, and no run is scheduled.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pendulum
 from airflow.sdk import Param, chain, dag, get_current_context, task
 
 from crawlcycle.airflow.support import (
+    BEGUN,
     TASK_OVERRIDES,
     choice_doc,
     dag_settings,
@@ -29,26 +32,33 @@ from crawlcycle.contracts.refresh_policies import NAMES as REFRESH_POLICIES
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import POLICIES
 
-settings = dag_settings()
+settings, unreadable = dag_settings()
 
 
 def _live(task_name: str) -> object:
-    """The settings as they stand for a task: the run's parameters over the settings, and the task's own overrides."""
+    """The settings as they stand for a task, the run's parameters and the task's own overrides on top: begin (and
+    the sensor before it) reads the settings file; a later task starts from what begin handed on, the file unread."""
     from crawlcycle.pipeline.stages import run_settings
 
-    return run_settings({**get_current_context()["params"], **TASK_OVERRIDES.get(task_name, {})})
+    context = get_current_context()
+    begun = None if task_name == "begin" else context["ti"].xcom_pull(task_ids="begin", key=BEGUN)
+    return run_settings({**context["params"], **TASK_OVERRIDES.get(task_name, {})}, begun)
 
 
 def _run(task_name: str, inputs: dict[str, object]) -> object:
-    """Run a task of the cycle with the settings begin recorded (begin: with those as they stand)."""
+    """Run a task of the cycle with the settings begin recorded (begin: with those as they stand, handed on)."""
     from crawlcycle.pipeline.stages import run_task
 
-    return run_task(TASKS[task_name], _live(task_name), inputs)
+    live = _live(task_name)
+    out = run_task(TASKS[task_name], live, inputs)
+    if task_name == "begin":
+        get_current_context()["ti"].xcom_push(key=BEGUN, value=live.record())
+    return out
 
 
 @dag(
     dag_id="crawl_cycle",
-    schedule=settings.schedule,
+    schedule=None if unreadable else settings.schedule,
     start_date=pendulum.parse(settings.start_date),
     end_date=pendulum.parse(settings.end_date) if settings.end_date else None,
     catchup=settings.catchup,
@@ -64,7 +74,7 @@ def _run(task_name: str, inputs: dict[str, object]) -> object:
         "per_host_cap": Param(None, type=["null", "integer"], minimum=1, description="most URLs per host"),
     },
     tags=["crawl"],
-    doc_md=__doc__,
+    doc_md=f"**Not scheduled**: {unreadable}\n\n{__doc__}" if unreadable else __doc__,
 )
 def crawl_cycle() -> None:
     @task

@@ -11,11 +11,12 @@ from airflow.sdk import dag, get_current_context, task
 
 from crawlcycle.airflow.support import DUCKDB_POOL, crawl_state, dag_settings
 
-settings = dag_settings()
+settings, unreadable = dag_settings()
 
 
-@dag(dag_id="export_pages", schedule=[crawl_state(settings)], start_date=pendulum.datetime(2026, 1, 1),
-     catchup=False, tags=["crawl", "example"], doc_md=__doc__)
+# while the settings file cannot be read, the asset of the defaults' database is not the crawl's: nothing is scheduled
+@dag(dag_id="export_pages", schedule=None if unreadable else [crawl_state(settings)],
+     start_date=pendulum.datetime(2026, 1, 1), catchup=False, tags=["crawl", "example"], doc_md=__doc__)
 def export_pages() -> None:
     # opens the DuckDB file (read-only): in the crawl's one-slot pool, on the writer
     @task(pool=DUCKDB_POOL, queue=settings.writer_queue)

@@ -71,6 +71,24 @@ def test_without_a_user_agent_the_dag_parses_and_begin_fails_in_one_line(
         assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]
 
 
+def test_an_unreadable_settings_file_parses_schedules_nothing_and_says_why(
+        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    broken = tmp_path / "settings.toml"
+    broken.write_text("[ordering\nbatch_size = 10\n")
+    monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(broken))
+    # each task parses the DAG file again: a cycle begun before the file broke must find its tasks
+    dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
+    assert dagbag.import_errors == {}
+    cycle, export = dagbag.dags["crawl_cycle"], dagbag.dags["export_pages"]
+    assert not cycle.timetable.can_be_scheduled and not export.timetable.can_be_scheduled
+    assert cycle.doc_md.startswith(f"**Not scheduled**: setting config: {broken} is not valid TOML")
+    lines = [r.getMessage() for r in caplog.records if str(broken) in r.getMessage()]
+    assert lines and all("\n" not in line and "no run is scheduled until it is mended" in line for line in lines)
+
+
 def test_two_cycles_through_dag_test(dagbag, settings: Settings, tmp_path: Path,
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     from crawlcycle.pipeline import stages
@@ -78,19 +96,21 @@ def test_two_cycles_through_dag_test(dagbag, settings: Settings, tmp_path: Path,
     stages.init(settings)
     refit = stages.refit_models
 
-    def refit_then_edit(s: Settings, cycle: int) -> dict:
-        """The refit, then an edit of the settings file while cycle 1 runs: it applies from cycle 2."""
+    def refit_then_break(s: Settings, cycle: int) -> dict:
+        """The refit, then the settings file made invalid while cycle 1 runs: its later tasks never read it."""
         out = refit(s, cycle)
         if cycle == 1:
-            write_toml(replace(settings, policy="bfs"), tmp_path / "settings.toml")
+            (tmp_path / "settings.toml").write_text('[ordering]\npolicy = "bfs"\nbatch_size = "many"\n')
         return out
 
-    monkeypatch.setattr(stages, "refit_models", refit_then_edit)
+    monkeypatch.setattr(stages, "refit_models", refit_then_break)
     dag = dagbag.dags["crawl_cycle"]
     for day in (1, 2):  # the second with a run parameter, as the trigger form gives it
         run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC),
                        run_conf={"refresh_policy": "none"} if day == 2 else None)
         assert run.state == "success", run
+        if day == 1:  # cycle 1 finished on its record; the file is mended, edited, before cycle 2
+            write_toml(replace(settings, policy="bfs"), tmp_path / "settings.toml")
     with connect(settings, read_only=True) as con:
         assert con.execute("SELECT settings->'values'->>'refresh_policy', settings->'sources'->>'refresh_policy' "
                            "FROM cycles ORDER BY cycle").fetchall() == [

@@ -1,6 +1,7 @@
-"""A cycle runs with the settings its begin resolved and recorded: tasks run one by one as the DAG runs them, each
-resolving the settings as they stand (the file CRAWLCYCLE_CONFIG names, the environment, the run's parameters)
-through ``stages.run_task``, while the test edits the file and the environment between them."""
+"""A cycle runs with the settings its begin resolved and recorded: tasks run one by one as the DAG runs them through
+``stages.run_task``, begin with the settings as they stand (the file CRAWLCYCLE_CONFIG names, the environment, the
+run's parameters), each later task with what begin handed on and the environment, while the test edits the file and
+the environment between them."""
 
 from __future__ import annotations
 
@@ -34,11 +35,14 @@ def run_like_the_dag(day: date, after: Callable[[str], None] = lambda name: None
                      params: dict | None = None) -> dict:
     """One cycle, task by task, as the DAG runs it; ``after(task name)`` once each task has run."""
     inputs: dict = {"start": day, "end": None, "run_id": f"test {day}"}
+    begun = None  # what begin resolved, handed on to the later tasks
     for t in STAGE_ORDER:
+        live = stages.run_settings(params, begun)
         if t.kind == SHARD:
-            out = [stages.run_task(t, stages.run_settings(params), {**inputs, "shard": s}) for s in inputs["shards"]]
+            out = [stages.run_task(t, live, {**inputs, "shard": s}) for s in inputs["shards"]]
         else:
-            out = stages.run_task(t, stages.run_settings(params), inputs)
+            out = stages.run_task(t, live, inputs)
+        begun = begun or live.record()
         if t.gives:
             inputs[t.gives] = out
         after(t.name)

@@ -9,7 +9,7 @@ import pytest
 from crawlcycle.cli import build_parser, commands, main
 from crawlcycle.contracts.canonical import UrlRules
 from crawlcycle.settings import RENAMED, SECTION_OF, SECTIONS, Settings, SettingsError
-from crawlcycle.settings.sources import from_record, load_settings, with_overrides, write_toml
+from crawlcycle.settings.sources import begun, from_record, load_settings, with_overrides, write_toml
 
 UA = {"user_agent": "bot/1 (+http://example.org/bot)"}
 
@@ -51,6 +51,24 @@ def test_a_record_gives_its_values_but_the_live_settings_give_theirs(tmp_path: P
     record["values"]["no_such_thing"] = 1
     with pytest.raises(SettingsError, match=r"^setting no_such_thing: unknown setting \(from the cycle's record\)$"):
         from_record(record, now)
+
+
+def test_a_task_of_a_begun_cycle_starts_from_begin_s_record_and_never_reads_the_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[ordering]\nbatch_size = 10\n[storage]\ndata_dir = "state"\n')
+    at_begin = load_settings(cfg, overrides=UA, environ={})
+    record = json.loads(json.dumps(at_begin.record()))  # as the DAG run hands it on
+    cfg.write_text("[ordering\nbatch_size = ")  # made invalid after begin
+    with pytest.raises(SettingsError, match="is not valid TOML"):
+        load_settings(cfg, environ={})
+    env = {"CRAWLCYCLE_CONFIG": str(cfg), "CRAWLCYCLE_BATCH_SIZE": "99", "CRAWLCYCLE_DUCKDB_THREADS": "1"}
+    task = begun(record, {"parse_workers": 1, "policy": "bfs"}, environ=env)
+    # the record's values, the file's data_dir among them; of the environment and the overrides, only what the
+    # machine running the task decides (settings.LIVE)
+    assert task == replace(at_begin, duckdb_threads=1, parse_workers=1)
+    assert task.data_dir == str(tmp_path / "state") and task.batch_size == 10
+    assert task.sources == {**at_begin.sources, "duckdb_threads": "environment CRAWLCYCLE_DUCKDB_THREADS",
+                            "parse_workers": "run parameter parse_workers"}
 
 
 def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:

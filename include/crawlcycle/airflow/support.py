@@ -12,7 +12,7 @@ from typing import Any
 from crawlcycle.contracts.policies import REGISTRY
 from crawlcycle.contracts.refresh_policies import REGISTRY as REFRESH_REGISTRY
 from crawlcycle.pipeline.stage_order import GATE, SHARD, STAGE_ORDER, Task
-from crawlcycle.settings import Settings
+from crawlcycle.settings import CONFIG_ENV, Settings, SettingsError
 from crawlcycle.settings.sources import load_settings
 
 DUCKDB_POOL = "crawl_duckdb"
@@ -25,16 +25,27 @@ GATE_TASKS = {t.name: t.gates for t in STAGE_ORDER if t.kind == GATE}
 # would re-import the `airflow` entry point in each worker. Each is read live (settings.LIVE), so it holds over the
 # settings the cycle recorded.
 TASK_OVERRIDES = {"parse": {"parse_workers": 1}}
+# The XCom under which begin hands the settings it resolved to the later tasks of its cycle, which never read the
+# settings file: an edit, or a file made invalid, applies from the next cycle.
+BEGUN = "settings"
 # Each retry of a fetch shard waits this many times longer than the one before (up to fetch_task_max_retry_delay).
 FETCH_BACKOFF = 2.0
 
 log = logging.getLogger("crawlcycle")
 
 
-def dag_settings() -> Settings:
+def dag_settings() -> tuple[Settings, str | None]:
     """Settings read at DAG parse time (schedule and start date); no I/O beyond the TOML file. A missing user
-    agent does not stop the parse (a DAG missing from the UI says nothing): begin fails on it, in one line."""
-    return load_settings()
+    agent does not stop the parse (a DAG missing from the UI says nothing): begin fails on it, in one line.
+
+    A settings file that cannot be read does not stop it either: each task parses the DAG file again, and the tasks
+    of a begun cycle run on what its begin resolved. The second value then says why, the settings are the
+    defaults and the environment, and the DAG files schedule nothing until the file is mended."""
+    try:
+        return load_settings(), None
+    except SettingsError as e:
+        log.error("crawlcycle: %s; no run is scheduled until it is mended, a begun cycle finishes on its record", e)
+        return load_settings(environ={k: v for k, v in os.environ.items() if k != CONFIG_ENV}), str(e)
 
 
 def choice_doc(setting: str, what: str) -> str:

@@ -41,18 +41,19 @@ from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition, source_partition
 from crawlcycle.settings import Settings, SettingsError
-from crawlcycle.settings.sources import from_record, load_settings, with_overrides
+from crawlcycle.settings.sources import begun, from_record, load_settings, with_overrides
 
 
 class CycleOrderError(InputError):
     """A cycle was started while an earlier one is unfinished (the message says which, in one line)."""
 
 
-def run_settings(params: dict[str, Any] | None = None) -> Settings:
-    """The settings as they stand for one Airflow run: the settings file and the environment, with the run's
-    non-empty parameters on top."""
+def run_settings(params: dict[str, Any] | None = None, record: dict[str, Any] | None = None) -> Settings:
+    """The settings as they stand for a task of one Airflow run, with the run's non-empty parameters on top: the
+    settings file and the environment before its cycle has begun; once it has (``record``: what its begin resolved,
+    handed on by the DAG run), that record, with the environment's settings in LIVE, the file unread."""
     overrides = {k: v for k, v in (params or {}).items() if v not in (None, "")}
-    return with_overrides(load_settings(), overrides)
+    return begun(record, overrides) if record else with_overrides(load_settings(), overrides)
 
 
 def run_task(task: Task, live: Settings, inputs: dict[str, Any]) -> Any:

@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import tomllib
+from collections.abc import Mapping
 from dataclasses import MISSING, fields, replace
 from pathlib import Path
 from typing import Any
@@ -135,16 +136,19 @@ def load_settings(config: str | os.PathLike | None = None, overrides: dict[str, 
             raise SettingsError(f"setting config: file {cfg} does not exist")
         _read_toml(cfg, values, given)
         base_dir = cfg.resolve().parent
-    env_values = {k[len(ENV_PREFIX):]: v for k, v in environ.items()
-                  if k.startswith(ENV_PREFIX) and k != CONFIG_ENV}
     renamed: list[str] = []
-    _apply(values, env_values, "environment", renamed, given)
+    _apply(values, _environment(environ), "environment", renamed, given)
     if renamed:
         _note("environment: " + "; ".join(f"{ENV_PREFIX}{r}" for r in renamed))
     _apply(values, overrides or {}, "flag", given=given)
     settings, defaults = _resolved(Settings(**values), base_dir), _resolved(Settings(), base_dir)
     sources = {n: where for n, where in given.items() if getattr(settings, n) != getattr(defaults, n)}
     return replace(settings, sources=sources).validate()
+
+
+def _environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The settings the environment gives: each ``CRAWLCYCLE_<NAME>`` variable but the settings file's."""
+    return {k[len(ENV_PREFIX):]: v for k, v in environ.items() if k.startswith(ENV_PREFIX) and k != CONFIG_ENV}
 
 
 def _resolved(settings: Settings, base_dir: Path) -> Settings:
@@ -172,6 +176,22 @@ def from_record(record: dict[str, Any], live: Settings) -> Settings:
     sources = {n: where for n, where in record["sources"].items() if n not in LIVE} | {
         n: where for n, where in live.sources.items() if n in LIVE}
     return replace(live, **values, sources=sources).validate()
+
+
+def begun(record: dict[str, Any], overrides: dict[str, Any] | None = None,
+          environ: dict[str, str] | None = None) -> Settings:
+    """The settings a task of a begun cycle starts from, without reading the settings file (an edit of it, or a file
+    made invalid, applies from the next cycle): the values its begin resolved (``record``, :meth:`Settings.record`),
+    but for the settings in LIVE that the environment of the machine running the task or the task's ``overrides``
+    give."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    _apply(values, record["values"], "the cycle's record")
+    for raw, source in ((_environment(environ), "environment"), (overrides or {}, "run parameter")):
+        _apply(values, {k: v for k, v in raw.items() if _name(k) in LIVE}, source, given=given)
+    settings = _resolved(Settings(**values), Path.cwd())
+    return replace(settings, sources={**record["sources"], **given}).validate()
 
 
 def write_toml(settings: Settings, path: Path) -> None:
