@@ -1,6 +1,7 @@
 """The URL state model is one contract (crawlcycle.contracts.url_states): the macros SQL reads say what its tables
-say, no SQL file spells a state the enums lack, the reference page describes every state and check, and a fetch
-error class the model does not know is an error, not a fetched page."""
+say, no SQL file spells a state, outcome, origin state, error class or cycle status (it reads their macros), the
+reference page describes every state and check, and a fetch error class the model does not know is an error, not a
+fetched page."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from crawlcycle.contracts import cycles, fetch_errors
+from crawlcycle.contracts.cycles import CycleStatus
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.contracts.url_states import (
     AFTER_FETCH,
     AFTER_REFRESH,
@@ -21,39 +25,49 @@ from crawlcycle.contracts.url_states import (
     WAITS,
     CheckOutcome,
     FetchOutcome,
+    OriginState,
     UrlState,
     sql_macros,
 )
 from crawlcycle.db import SQL_DIR
 from crawlcycle.fetch.fetch_log import UnknownErrorClass, outcome_of
 
-NAMES = {*UrlState, *FetchOutcome, *CheckOutcome}
-# The one other column of these names holding words: a cycle's own status (cycles.status).
-CYCLE_STATES = {"running", "done"}
-_COMPARED = re.compile(r"\b(?:status|outcome)\s*(?:=|<>|!=)\s*'([^']*)'|\b(?:status|outcome)\s+(?:NOT\s+)?IN\s*"
-                       r"\(([^)]*)\)", re.IGNORECASE)
+ENUMS = (UrlState, FetchOutcome, CheckOutcome, OriginState, ErrorClass, CycleStatus)
+VALUES = {str(v) for e in ENUMS for v in e}
+_COMPARED = re.compile(r"\b(?:status|outcome|state|error_class|last_error)\s*(?:=|<>|!=)\s*'([^']*)'"
+                       r"|\b(?:status|outcome|state|error_class|last_error)\s+(?:NOT\s+)?IN\s*\(([^)]*)\)",
+                       re.IGNORECASE)
 _LITERAL = re.compile(r"'([a-z]+(?:_[a-z]+)*)'")
+_CONSTANT = re.compile(r"^CREATE OR REPLACE MACRO (\w+)\(\) AS '([^']*)'$")
 README = Path(__file__).resolve().parents[1] / "docs" / "reference" / "tables.md"
 
 
-def misspelled(sql: str) -> list[str]:
-    """The literals of ``sql`` that are not a state or an outcome but stand where one does: compared with a status or
-    outcome column, or spelled nearly like one (a typo)."""
+def spelled(sql: str) -> list[str]:
+    """The literals of ``sql`` that spell a value of the contracts' enums, or nearly one (a typo), or stand where one
+    does (compared with a status, outcome, state or error class column): SQL reads each value through its macro."""
     code = "\n".join(line.split("--", 1)[0] for line in sql.splitlines())
+    literals = set(_LITERAL.findall(code))
     compared = {lit for m in _COMPARED.finditer(code) for lit in
                 ([m[1]] if m[1] is not None else _LITERAL.findall(m[2]))}
-    near = {lit for lit in _LITERAL.findall(code) if difflib.get_close_matches(lit, NAMES, n=1, cutoff=0.9)}
-    return sorted((compared | near) - NAMES - CYCLE_STATES)
+    near = {lit for lit in literals if difflib.get_close_matches(lit, VALUES, n=1, cutoff=0.9)}
+    return sorted((literals & VALUES) | compared | near)
 
 
-def test_no_sql_file_spells_a_state_the_enums_lack() -> None:
-    files = sorted(SQL_DIR.rglob("*.sql"))
+def test_every_value_has_its_macro_and_no_sql_file_spells_one() -> None:
+    constants = [m.groups() for macro in (*sql_macros(), *fetch_errors.sql_macros(), *cycles.sql_macros())
+                 if (m := _CONSTANT.match(macro))]
+    assert len(constants) == sum(len(e) for e in ENUMS) and {v for _, v in constants} == VALUES
+    files = [p for p in sorted(SQL_DIR.rglob("*.sql")) if "migrations" not in p.relative_to(SQL_DIR).parts]
     assert len(files) > 100
-    assert {str(p.relative_to(SQL_DIR)): bad for p in files if (bad := misspelled(p.read_text()))} == {}
+    assert {str(p.relative_to(SQL_DIR)): bad for p in files if (bad := spelled(p.read_text()))} == {}
     # what the check catches
-    assert misspelled("UPDATE frontier SET status = 'fetchd' WHERE url IN (SELECT url FROM s)") == ["fetchd"]
-    assert misspelled("SELECT * FROM fetch_log WHERE outcome NOT IN ('deferred', 'lost')") == ["lost"]
-    assert misspelled("SELECT 'redirect', 'retry_pendng' -- 'gone_away' is a comment") == ["retry_pendng"]
+    assert spelled("UPDATE frontier SET status = 'fetched' WHERE url IN (SELECT url FROM s)") == ["fetched"]
+    assert spelled("UPDATE frontier SET status = 'fetchd' WHERE url IN (SELECT url FROM s)") == ["fetchd"]
+    assert spelled("SELECT * FROM fetch_log WHERE outcome NOT IN ('deferred', 'lost')") == ["deferred", "lost"]
+    assert spelled("SELECT origin FROM v_origins WHERE state <> 'ok' OR last_error = 'no_pages'") == [
+        "no_pages", "ok"]
+    assert spelled("SELECT 'redirect', 'retry_pendng' -- 'gone' is a comment") == ["retry_pendng"]
+    assert spelled("SELECT url FROM frontier WHERE status = state_fetched() AND kind = 'page'") == []
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, *params: object) -> object:
@@ -105,6 +119,9 @@ def test_the_reference_describes_every_state_outcome_and_check() -> None:
     assert _documented("URL states") == list(UrlState)
     assert _documented("Fetch outcomes") == list(FetchOutcome)
     assert _documented("Checks of stored pages") == list(CheckOutcome)
+    assert _documented("Error classes") == list(ErrorClass)
+    assert _documented("Origin states") == list(OriginState)
+    assert _documented("Cycle statuses") == list(CycleStatus)
 
 
 def test_an_unknown_fetch_error_class_is_an_error() -> None:

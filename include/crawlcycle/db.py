@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from crawlcycle.contracts import cycles, url_states
+from crawlcycle.contracts import cycles, fetch_errors, url_states
 from crawlcycle.settings import Settings, SettingsError
 
 # A folder on disk: the package is installed unzipped (editable or not), so Path operations (glob) work on it.
@@ -224,7 +224,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
             run_sql(con, f"migrations/{path.stem}")
             con.execute("INSERT INTO schema_migrations (version, name) VALUES (?, ?)", [version, path.stem])
         applied.append(path.stem)
-    for macro in (*url_states.sql_macros(), *cycles.sql_macros()):  # before the views, which read them
+    for macro in (*url_states.sql_macros(), *fetch_errors.sql_macros(), *cycles.sql_macros()):  # the views read them
         con.execute(macro)
     # x to RANK_DIGITS significant digits, what a cut of a ranking compares: values a last digit apart (a sum's
     # rounding, noise) tie there, and their stable tie-break (URL, discovery order) decides, not the last digit

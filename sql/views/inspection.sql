@@ -82,7 +82,7 @@ SELECT o.origin, o.state, o.failures, o.last_error, o.last_tried_cycle, o.last_t
        count(f.url) AS waiting_urls
 FROM v_origins o
 LEFT JOIN v_frontier_open f ON f.host = o.host AND url_origin(f.url) = o.origin
-WHERE o.state <> 'ok'
+WHERE o.state <> origin_ok()
 GROUP BY ALL
 ORDER BY waiting_urls DESC, o.origin;
 

@@ -6,9 +6,11 @@ A batch URL's fetch ends in a ``FetchOutcome`` (``fetch_log.outcome``); update t
 fetched again, whose fetch is also a check (``page_checks.outcome``, a ``CheckOutcome``). A fetched page due for a
 refresh stays ``fetched``: "due" is the refresh policy's reading of its checks, not a state.
 
-SQL never spells these lists: :func:`sql_macros` writes them as DuckDB macros, which ``db.migrate`` creates with the
-other functions of the database (so the duckdb CLI has them too). docs/reference/tables.md, "URL states", describes
-each state (``tests/test_url_states.py`` holds the table, the macros and every SQL file to these enums).
+SQL never spells these values or lists: :func:`sql_macros` writes them as DuckDB macros (``state_fetched()``,
+``outcome_deferred()``, ``check_changed()``, ``origin_ok()``, the lists and the transitions), which ``db.migrate``
+creates with the other functions of the database (so the duckdb CLI has them too). docs/reference/tables.md, "URL
+states", describes each state (``tests/test_url_states.py`` holds the table, the macros and every SQL file to these
+enums).
 
 Standard library only, as every module of ``contracts``.
 """
@@ -43,6 +45,14 @@ class FetchOutcome(StrEnum):
     RETRY_PENDING = "retry_pending"                # a transient failure: timeout, connection, DNS, TLS, 5xx, 429
     DEFERRED = "deferred"                          # not asked: politeness, a failing host, the time limit
     DISALLOWED = "disallowed"                      # robots.txt disallows it
+
+
+class OriginState(StrEnum):
+    """Whether an origin's URLs take batch slots (``origin_tries.state``, ``v_origins``), from its failures in a row."""
+
+    OK = "ok"            # its latest try answered
+    BACKOFF = "backoff"  # held out until origin_retry_cycles * 2^(failures - 1) cycles after its latest try
+    PARKED = "parked"    # origin_park_after failures or more: tried every origin_park_cycles cycles
 
 
 class CheckOutcome(StrEnum):
@@ -94,8 +104,15 @@ FOUND_CHANGE: dict[CheckOutcome, bool | None] = {
 LEAVES_INDEX = (CheckOutcome.GONE, CheckOutcome.MOVED)
 
 
-def _in(values: tuple[StrEnum, ...] | list[StrEnum]) -> str:
+def sql_list(values: tuple[StrEnum, ...] | list[StrEnum]) -> str:
+    """``('a', 'b')``: values as a SQL list."""
     return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+def sql_constants(enum: type[StrEnum], prefix: str) -> list[str]:
+    """A macro per value of ``enum``, ``<prefix>_<name>()``: how SQL spells the value (no SQL file spells one as a
+    literal, ``tests/test_url_states.py``)."""
+    return [f"CREATE OR REPLACE MACRO {prefix}_{v.name.lower()}() AS '{v}'" for v in enum]
 
 
 def _case(key: str, table: dict, quote: bool = True) -> str:
@@ -111,11 +128,13 @@ def sql_macros() -> list[str]:
     retry = FetchOutcome.RETRY_PENDING
     waits = " ".join(f"WHEN '{o}' THEN cycle + CAST({w} AS INTEGER)" for o, w in WAITS.items())
     return [
-        f"CREATE OR REPLACE MACRO url_state_to_fetch(state) AS state IN {_in(TO_FETCH)}",
+        *sql_constants(UrlState, "state"), *sql_constants(FetchOutcome, "outcome"),
+        *sql_constants(CheckOutcome, "check"), *sql_constants(OriginState, "origin"),
+        f"CREATE OR REPLACE MACRO url_state_to_fetch(state) AS state IN {sql_list(TO_FETCH)}",
         "CREATE OR REPLACE MACRO url_state_due(state, retry_after_cycle, next_cycle) AS "
         "url_state_to_fetch(state) AND coalesce(retry_after_cycle, 0) <= next_cycle",
-        f"CREATE OR REPLACE MACRO url_redirected(state) AS state IN {_in(REDIRECTED)}",
-        f"CREATE OR REPLACE MACRO url_outcome_asked(outcome) AS outcome NOT IN {_in(NOT_ASKED)}",
+        f"CREATE OR REPLACE MACRO url_redirected(state) AS state IN {sql_list(REDIRECTED)}",
+        f"CREATE OR REPLACE MACRO url_outcome_asked(outcome) AS outcome NOT IN {sql_list(NOT_ASKED)}",
         f"CREATE OR REPLACE MACRO url_attempt_failed(outcome, refresh) AS NOT refresh AND outcome = '{retry}'",
         "CREATE OR REPLACE MACRO url_state_after(outcome, attempts, url_attempts, refresh) AS CASE "
         f"WHEN refresh THEN {_case('outcome', AFTER_REFRESH)} "
@@ -130,5 +149,5 @@ def sql_macros() -> list[str]:
         f"WHEN NOT same_text THEN '{CheckOutcome.CHANGED}' ELSE '{CheckOutcome.FAILED}' END "
         f"ELSE {_case('outcome', {o: c for o, c in CHECK.items() if c})} END",
         f"CREATE OR REPLACE MACRO check_found_change(outcome) AS {_case('outcome', FOUND_CHANGE, quote=False)}",
-        f"CREATE OR REPLACE MACRO check_leaves_index(outcome) AS outcome IN {_in(LEAVES_INDEX)}",
+        f"CREATE OR REPLACE MACRO check_leaves_index(outcome) AS outcome IN {sql_list(LEAVES_INDEX)}",
     ]

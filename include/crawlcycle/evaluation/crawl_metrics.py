@@ -70,7 +70,7 @@ def waste(settings: Settings) -> dict:
     late = [r for r in rows if r["cycle"] >= ENGAGEMENT_FROM and r["batch_size"]]
     slots = sum(r["batch_size"] for r in late)
     with connect(settings, read_only=True) as con:
-        gone = con.sql("SELECT count(*) FROM frontier f WHERE status = 'gone' AND NOT EXISTS "
+        gone = con.sql("SELECT count(*) FROM frontier f WHERE status = state_gone() AND NOT EXISTS "
                        "(SELECT 1 FROM fetch_log l WHERE l.url = f.url AND l.status IS NOT NULL)").fetchall()[0][0]
     return {"cycles": rows, f"from_cycle_{ENGAGEMENT_FROM}": {
         "slots": slots,

@@ -13,25 +13,24 @@ from __future__ import annotations
 import time
 from enum import StrEnum
 
+from crawlcycle.contracts.fetch_errors import TRANSIENT, ErrorClass
 from crawlcycle.fetch.http_client import Exchange
 from crawlcycle.fetch.politeness import HostPoliteness, parse_retry_after
 from crawlcycle.settings import Settings
-
-_TRANSIENT = ("timeout", "connection", "dns", "tls")
 
 
 class Stop(StrEnum):
     """Why URLs are left unfetched in a run; the value is their error class in the fetch log."""
 
     # the whole host (Backoff.stopped)
-    DEFERRED = "deferred"
-    HOST_ERRORS = "host_errors"
-    RETRY_AFTER = "retry_after"
-    DNS = "dns"
-    SSRF_BLOCKED = "ssrf_blocked"
+    DEFERRED = ErrorClass.DEFERRED.value
+    HOST_ERRORS = ErrorClass.HOST_ERRORS.value
+    RETRY_AFTER = ErrorClass.RETRY_AFTER.value
+    DNS = ErrorClass.DNS.value
+    SSRF_BLOCKED = ErrorClass.SSRF_BLOCKED.value
     # one origin, by its robots.txt (robots_gate.OriginRobots.closed)
-    ROBOTS_UNAVAILABLE = "robots_unavailable"
-    CRAWL_DELAY = "crawl_delay"
+    ROBOTS_UNAVAILABLE = ErrorClass.ROBOTS_UNAVAILABLE.value
+    CRAWL_DELAY = ErrorClass.CRAWL_DELAY.value
 
 
 UNREACHABLE = (Stop.DNS, Stop.SSRF_BLOCKED)  # the host's address: no origin of the host can answer
@@ -74,7 +73,7 @@ class Backoff:
 
     def count(self, ex: Exchange) -> None:
         """Count ``ex`` as a failure or, answered, end the run of failures; heed its Retry-After."""
-        if ex.error in _TRANSIENT or (ex.status or 0) >= 500 or ex.status == 429:
+        if ex.error in TRANSIENT or (ex.status or 0) >= 500 or ex.status == 429:
             self.errors += 1
             if self.errors >= self.error_limit:
                 self.stop(Stop.HOST_ERRORS)

@@ -7,26 +7,10 @@ from __future__ import annotations
 import re
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.fetch_errors import BY_STATUS, OUTCOME, ErrorClass
 from crawlcycle.contracts.url_states import FetchOutcome
 from crawlcycle.fetch.redirects import NOT_FOLLOWED, Chain
 
-# Error classes that decide the outcome on their own; ``http_error`` (4xx/5xx) and ``too_large`` (body truncated,
-# still fetched) leave it to the status. Every error class the fetch path writes is one of these: another is a bug.
-_ERROR_OUTCOME = {
-    "timeout": FetchOutcome.RETRY_PENDING, "dns": FetchOutcome.RETRY_PENDING,
-    "connection": FetchOutcome.RETRY_PENDING, "tls": FetchOutcome.RETRY_PENDING,
-    "robots_disallowed": FetchOutcome.DISALLOWED,
-    "deferred": FetchOutcome.DEFERRED,      # fetch_time_limit reached first
-    "retry_after": FetchOutcome.DEFERRED,   # host backed off by Retry-After beyond max_delay
-    "crawl_delay": FetchOutcome.DEFERRED,   # origin asks for a Crawl-delay beyond max_delay
-    "host_errors": FetchOutcome.DEFERRED,   # host_error_limit consecutive errors
-    # robots.txt 5xx or unreachable: nothing of its origin was asked; the origin's back-off (origin_tries) decides
-    # when its URLs take batch slots again, and they keep their attempts
-    "robots_unavailable": FetchOutcome.DEFERRED,
-    "ssrf_blocked": FetchOutcome.GONE, "bad_scheme": FetchOutcome.GONE, "bad_redirect": FetchOutcome.GONE,
-    "redirect_loop": FetchOutcome.GONE, "too_many_redirects": FetchOutcome.GONE, "bad_encoding": FetchOutcome.GONE,
-}
-_BY_STATUS = (None, "http_error", "too_large")
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*")
 
 
@@ -37,10 +21,10 @@ class UnknownErrorClass(ValueError):
 def outcome_of(status: int | None, error_class: str | None, not_modified: bool = False) -> FetchOutcome:
     """The outcome of a fetch that ended with ``status`` and ``error_class``; ``not_modified``: a 304 answered a
     conditional request."""
-    if error_class in _ERROR_OUTCOME:
-        return _ERROR_OUTCOME[error_class]
-    if error_class not in _BY_STATUS:
-        raise UnknownErrorClass(f"fetch error class {error_class!r} has no outcome (crawlcycle.fetch.fetch_log)")
+    if error_class in OUTCOME:
+        return OUTCOME[ErrorClass(error_class)]
+    if error_class not in BY_STATUS:
+        raise UnknownErrorClass(f"fetch error class {error_class!r} has no outcome (crawlcycle.contracts.fetch_errors)")
     if not_modified:
         return FetchOutcome.NOT_MODIFIED
     if status is None or 200 <= status < 300:
@@ -91,12 +75,12 @@ def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
         failed = answer.status >= 300 and not not_modified  # type: ignore[operator]
         row.update(bytes=len(answer.body), truncated=answer.truncated,
                    content_type=media_type(answer.headers.get("Content-Type")),
-                   error_class="http_error" if failed else "too_large" if answer.truncated else None)
+                   error_class=ErrorClass.HTTP_ERROR if failed else ErrorClass.TOO_LARGE if answer.truncated else None)
         if not failed:
             row.update(etag=answer.validator("ETag"), last_modified=answer.validator("Last-Modified"),
                        payload_digest=None if not_modified else answer.payload_digest)
     elif chain.end == NOT_FOLLOWED:
-        row["error_class"] = "ssrf_blocked" if blocked else None
+        row["error_class"] = ErrorClass.SSRF_BLOCKED if blocked else None
     else:
         row["error_class"] = chain.end
     row = finish(row, not_modified)

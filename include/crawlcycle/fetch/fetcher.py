@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.canonical import host_of
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.fetch.exchange import Recorder
 from crawlcycle.fetch.fetch_log import finish, new_row
 from crawlcycle.fetch.host_loop import HostLoop
@@ -85,7 +86,7 @@ def fetch_urls(urls: list[str], settings: Settings, out_dir: Path, hosts: list[d
         if host:
             by_host.setdefault(host, []).append(url)
         else:
-            rows[url] = finish(new_row(url, host_of(url), error_class="bad_scheme"))
+            rows[url] = finish(new_row(url, host_of(url), error_class=ErrorClass.BAD_SCHEME))
     probes_of: dict[str, list[str]] = {}
     for origin in dict.fromkeys(probes or []):
         host = _fetchable_host(origin)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from crawlcycle.contracts import shard_files
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.fetch.backoff import UNREACHABLE, Backoff, Stop
 from crawlcycle.fetch.exchange import HostRequests, Recorder
 from crawlcycle.fetch.fetch_log import finish, new_row, page_row
@@ -64,7 +65,7 @@ class HostLoop:
         if stop is not None:
             return finish(new_row(url, self.host, error_class=stop.value))
         if not origin.allows(url):  # type: ignore[union-attr]
-            return finish(new_row(url, self.host, error_class="robots_disallowed"))
+            return finish(new_row(url, self.host, error_class=ErrorClass.ROBOTS_DISALLOWED))
         # Redirects to this host's URLs robots.txt allows are followed now, each at its turn; others are the
         # URL's answer, and the cycle admits their targets to the frontier.
         s = self.settings
@@ -91,7 +92,7 @@ class HostLoop:
             state = self.robots.origins.get(origin)
             if state is not None and state.closed == Stop.ROBOTS_UNAVAILABLE:
                 status = state.row["status"]
-                error = "robots_server_error" if status is not None and status >= 500 else error
+                error = ErrorClass.ROBOTS_SERVER_ERROR if status is not None and status >= 500 else error
             elif not (self.backoff.stopped in UNREACHABLE or self.backoff.stopped == Stop.HOST_ERRORS):
                 error = None
             out.append({"origin": origin, "host": self.host, "probe": origin not in batch_origins,

@@ -30,6 +30,7 @@ from urllib.parse import quote, urlsplit
 
 from warcio.statusandheaders import StatusAndHeaders
 
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.settings import Settings
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -282,15 +283,15 @@ class Client:
                 conn.last_used = time.time()
                 self._open[origin], conn = conn, None
         except DnsError:
-            ex.error = "dns"
+            ex.error = ErrorClass.DNS
         except TimeoutError:
-            ex.error = "timeout"
+            ex.error = ErrorClass.TIMEOUT
         except zlib.error:
-            ex.error = "bad_encoding"
+            ex.error = ErrorClass.BAD_ENCODING
         except ssl.SSLError:  # before OSError, of which it is one: a failed handshake is not a refused connection
-            ex.error = "tls"
+            ex.error = ErrorClass.TLS
         except (OSError, http.client.HTTPException):
-            ex.error = "connection"
+            ex.error = ErrorClass.CONNECTION
         finally:
             if conn is not None:
                 conn.sock.close()
@@ -302,7 +303,7 @@ class Client:
         scheme, host, port = origin
         ip, port = self.resolver.address(host, port)
         if blocked(ip, self.allowed):
-            ex.error = "ssrf_blocked"
+            ex.error = ErrorClass.SSRF_BLOCKED
             return None
         ex.ip, ex.contacted, ex.new_connection = ip, True, True
         sock = socket.create_connection((ip, port), timeout=max(0.001, min(self.settings.connect_timeout,

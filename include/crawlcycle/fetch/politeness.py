@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.settings import Settings
 
 
@@ -167,7 +168,7 @@ def read_journal(path: Path, now: float | None = None) -> EarlierAttempts:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
         if isinstance(row.get("sent"), dict):
-            in_flight[host] = {"host": host, "finished_at": None, "status": None, "error_class": "interrupted",
+            in_flight[host] = {"host": host, "finished_at": None, "status": None, "error_class": ErrorClass.INTERRUPTED,
                                "new_connection": None, **row["sent"], "attempt": out.attempts,
                                "delay": float(row["not_before"]) - float(row["sent"]["started_at"])}
         if isinstance(row.get("request"), dict):

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crawlcycle.contracts.canonical import UrlRejected, UrlRules, canonicalize, host_of
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.fetch.backoff import Stop
 from crawlcycle.fetch.exchange import HostRequests
 from crawlcycle.fetch.http_client import Exchange, StoredCopy
@@ -63,11 +64,11 @@ def follow(requests: HostRequests, url: str, max_bytes: int, limit: int, may_fol
             return chain
         chain.final_url = target
         if target in seen and not revisits:
-            chain.end = "redirect_loop"
+            chain.end = ErrorClass.REDIRECT_LOOP
         elif not may_follow(target):
             chain.end = NOT_FOLLOWED
         elif len(chain.targets) > limit:
-            chain.end = "too_many_redirects"
+            chain.end = ErrorClass.TOO_MANY_REDIRECTS
         if chain.end:
             return chain
         seen.add(target)
@@ -90,4 +91,4 @@ def redirect_target(ex: Exchange, rules: UrlRules) -> tuple[str | None, str | No
     try:
         return canonicalize(location, ex.url, rules), None
     except UrlRejected as e:
-        return location, "bad_scheme" if e.reason == "bad_scheme" else "bad_redirect"
+        return location, ErrorClass.BAD_SCHEME if e.reason == "bad_scheme" else ErrorClass.BAD_REDIRECT

@@ -15,6 +15,7 @@ from collections import deque
 from datetime import datetime
 
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize, host_of
+from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.fetch.backoff import Backoff, Stop
 from crawlcycle.fetch.exchange import HostRequests
 from crawlcycle.fetch.redirects import follow, within
@@ -99,4 +100,4 @@ class SitemapReader:
             return self.backoff.stopped.value
         if self._fetched >= self.settings.sitemap_max_files:
             return "file_limit"
-        return None if self.robots.allows(url) else "robots_disallowed"
+        return None if self.robots.allows(url) else ErrorClass.ROBOTS_DISALLOWED

@@ -184,7 +184,7 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
         migrate(con)
         cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
                  or scalar(con, "SELECT coalesce(max(cycle), 0) + 1 FROM cycles"))
-        unfinished = con.execute("SELECT cycle, interval_start FROM cycles WHERE status <> 'done' AND cycle < ?",
+        unfinished = con.execute("SELECT cycle, interval_start FROM cycles WHERE status <> cycle_done() AND cycle < ?",
                                  [cycle]).fetchall()
         if unfinished:
             # Each cycle fetches the batch the one before it chose: cycles run strictly in order.

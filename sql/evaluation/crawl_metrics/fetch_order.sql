@@ -4,6 +4,6 @@
 SELECT l.url, l.cycle, b.rank,
        CASE WHEN l.status BETWEEN 200 AND 299 THEN coalesce(l.final_url, l.url) END AS page
 FROM fetch_log l JOIN batches b ON b.fetch_cycle = l.cycle AND b.url = l.url
-WHERE url_outcome_asked(l.outcome) OR l.error_class = 'robots_unavailable'
+WHERE url_outcome_asked(l.outcome) OR l.error_class = error_robots_unavailable()
 QUALIFY row_number() OVER (PARTITION BY l.url ORDER BY l.cycle, b.rank) = 1
 ORDER BY l.cycle, b.rank;

@@ -5,5 +5,5 @@
 SELECT l.cycle, l.url, b.rank, b.kind, coalesce(c.outcome, l.outcome) AS outcome
 FROM fetch_log l JOIN batches b ON b.fetch_cycle = l.cycle AND b.url = l.url
 LEFT JOIN page_checks c ON c.cycle = l.cycle AND c.url = l.url
-WHERE l.outcome NOT IN ('deferred', 'disallowed') OR l.error_class = 'robots_unavailable'
+WHERE url_outcome_asked(l.outcome) OR l.error_class = error_robots_unavailable()
 ORDER BY l.cycle, b.rank;

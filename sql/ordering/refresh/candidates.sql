@@ -7,7 +7,7 @@
 -- them).
 CREATE OR REPLACE TEMP TABLE refresh_candidates AS
 WITH ready AS (
-    SELECT origin FROM v_origins WHERE state = 'ok'
+    SELECT origin FROM v_origins WHERE state = origin_ok()
     EXCEPT
     SELECT origin FROM robots WHERE $obey_crawl_delay AND crawl_delay > $max_delay
 )
@@ -19,7 +19,7 @@ SELECT p.*, coalesce(c.carried_impact, 0) AS carried_impact,
 FROM page_freshness($fetch_cycle, $refresh::JSON) p
 JOIN frontier f ON f.url = p.url
 LEFT JOIN carried_impact($cycle, $top_k) c ON c.url = p.url
-WHERE f.status = 'fetched'
+WHERE f.status = state_fetched()
   AND p.since >= $min_cycles
   AND url_origin(p.url) IN (SELECT origin FROM ready)
   AND scope_reason(f.url, f.host, f.hops, $scope) IS NULL;

@@ -11,12 +11,13 @@
 WITH tried AS (
     SELECT origin, state, last_error, next_try_cycle FROM v_origins
 ), ready AS (
-    SELECT origin, NULL AS slots FROM tried WHERE state = 'ok'
+    SELECT origin, NULL AS slots FROM tried WHERE state = origin_ok()
     UNION ALL
     SELECT DISTINCT url_origin(url), NULL FROM frontier
     WHERE source = 'seed' AND url_origin(url) NOT IN (SELECT origin FROM tried)
     UNION ALL
-    SELECT origin, 1 FROM tried WHERE state <> 'ok' AND last_error = 'no_pages' AND next_try_cycle <= $fetch_cycle
+    SELECT origin, 1 FROM tried
+    WHERE state <> origin_ok() AND last_error = error_no_pages() AND next_try_cycle <= $fetch_cycle
 ), paths AS (
     SELECT path_group, refused_total, next_try_cycle
     FROM path_yield

@@ -14,6 +14,6 @@ WITH best AS (
 SELECT $fetch_cycle, $score_cycle, b.origin, b.host, coalesce(o.state, 'new'), b.best_url, b.best_priority
 FROM best b LEFT JOIN v_origins o USING (origin)
 WHERE (o.origin IS NULL AND b.origin NOT IN (SELECT url_origin(url) FROM frontier WHERE source = 'seed'))
-   OR (o.state <> 'ok' AND o.last_error <> 'no_pages' AND o.next_try_cycle <= $fetch_cycle)
+   OR (o.state <> origin_ok() AND o.last_error <> error_no_pages() AND o.next_try_cycle <= $fetch_cycle)
 ORDER BY b.best_priority DESC, b.origin
 LIMIT $origin_probes;

@@ -2,7 +2,7 @@
 -- mean over indexed pages of P(unchanged since the last fetch or check) (page_freshness, by the cycle's refresh
 -- settings), and the share of refreshes in the batch the cycle chose.
 UPDATE cycles SET
-    status = 'done',
+    status = cycle_done(),
     finished_at = current_timestamp,
     frontier_open = (SELECT count(*) FROM v_frontier_open),
     next_batch = (SELECT count(*) FROM batches WHERE score_cycle = $cycle),

@@ -42,8 +42,8 @@ DELETE FROM pages WHERE url IN (SELECT url FROM s_checks WHERE check_found_chang
 -- stand then); a 2xx written whole is the record a later revisit refers to.
 UPDATE pages p SET
     checked_cycle = $cycle,
-    etag = CASE WHEN c.outcome = 'not_modified' THEN coalesce(c.etag, p.etag) ELSE c.etag END,
-    last_modified = CASE WHEN c.outcome = 'not_modified' THEN coalesce(c.last_modified, p.last_modified)
+    etag = CASE WHEN c.outcome = check_not_modified() THEN coalesce(c.etag, p.etag) ELSE c.etag END,
+    last_modified = CASE WHEN c.outcome = check_not_modified() THEN coalesce(c.last_modified, p.last_modified)
                          ELSE c.last_modified END,
     payload_digest = coalesce(c.payload_digest, p.payload_digest),
     fetched_at = coalesce(c.fetched_at, p.fetched_at)

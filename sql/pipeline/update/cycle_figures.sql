@@ -4,8 +4,8 @@
 UPDATE cycles SET
     batch_size = (SELECT count(*) FROM batches WHERE fetch_cycle = $cycle),
     refreshes = (SELECT count(*) FROM batches WHERE fetch_cycle = $cycle AND kind = 'refresh'),
-    checks_not_modified = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'not_modified'),
-    checks_changed = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = 'changed'),
+    checks_not_modified = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = check_not_modified()),
+    checks_changed = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND outcome = check_changed()),
     checks_gone = (SELECT count(*) FROM page_checks WHERE cycle = $cycle AND check_leaves_index(outcome)),
     fetched = (SELECT count(*) FROM pages WHERE cycle = $cycle),
     errors = (SELECT count(*) FROM fetch_log WHERE cycle = $cycle AND error_class IS NOT NULL),
@@ -22,25 +22,24 @@ UPDATE cycles SET
     slots_skipped = w.skipped,
     slots_unanswered = (SELECT count(*) FROM fetch_log l
                         JOIN origin_tries t ON t.cycle = l.cycle AND t.origin = url_origin(l.url)
-                        WHERE l.cycle = $cycle AND t.error_class <> 'no_pages'),
+                        WHERE l.cycle = $cycle AND t.error_class <> error_no_pages()),
     waste_share = round(1 - w.fetched / nullif(w.slots, 0), 9),
     probes = (SELECT count(*) FROM origin_tries WHERE cycle = $cycle AND probe)
 FROM (
     SELECT coalesce(sum(n), 0) AS slots,
-           coalesce(sum(n) FILTER (WHERE kind = 'fetched'), 0) AS fetched,
-           coalesce(to_json(map_from_entries(list((class, n) ORDER BY class) FILTER (WHERE kind = 'failed'))),
+           coalesce(sum(n) FILTER (WHERE kind = 'page'), 0) AS fetched,
+           coalesce(to_json(map_from_entries(list((class, n) ORDER BY class) FILTER (WHERE kind = 'tried'))),
                     '{}') AS failed,
            coalesce(to_json(map_from_entries(list((class, n) ORDER BY class) FILTER (WHERE kind = 'skipped'))),
                     '{}') AS skipped
     FROM (
         SELECT kind, class, count(*) AS n
         FROM (
-            SELECT CASE WHEN status BETWEEN 200 AND 299 THEN 'fetched'
+            SELECT CASE WHEN status BETWEEN 200 AND 299 THEN 'page'
                         -- not asked: politeness (time limit, Retry-After, Crawl-delay, a failing host) or robots.txt
-                        WHEN error_class IN ('deferred', 'retry_after', 'crawl_delay', 'host_errors',
-                                             'robots_disallowed') THEN 'skipped'
-                        ELSE 'failed' END AS kind,
-                   CASE WHEN error_class = 'http_error' THEN 'http_' || (status // 100) || 'xx'
+                        WHEN error_skipped_slot(error_class) THEN 'skipped'
+                        ELSE 'tried' END AS kind,
+                   CASE WHEN error_class = error_http_error() THEN 'http_' || (status // 100) || 'xx'
                         WHEN error_class IS NULL AND status BETWEEN 300 AND 399 THEN 'redirect'
                         ELSE error_class END AS class
             FROM fetch_log WHERE cycle = $cycle

@@ -31,7 +31,7 @@ WITH asked AS (
     SELECT t.origin, t.host, t.probe, t.tried_at,
            CASE WHEN t.error_class IS NULL AND a.answered > 0 AND a.refused = a.answered
                      AND NOT EXISTS (SELECT 1 FROM pages p WHERE p.host = t.host AND url_origin(p.url) = t.origin)
-                THEN 'no_pages' ELSE t.error_class END AS error_class
+                THEN error_no_pages() ELSE t.error_class END AS error_class
     FROM s_origin_tries t LEFT JOIN asked a USING (origin)
 ), counted AS (
     SELECT j.*, CASE WHEN j.error_class IS NULL THEN 0 ELSE coalesce(p.failures, 0) + 1 END AS failures
@@ -40,7 +40,8 @@ WITH asked AS (
                QUALIFY row_number() OVER (PARTITION BY origin ORDER BY cycle DESC) = 1) p USING (origin)
 )
 SELECT $cycle, origin, host, probe, tried_at, error_class, failures,
-       CASE WHEN failures = 0 THEN 'ok' WHEN failures >= $origin_park_after THEN 'parked' ELSE 'backoff' END,
+       CASE WHEN failures = 0 THEN origin_ok() WHEN failures >= $origin_park_after THEN origin_parked()
+            ELSE origin_backoff() END,
        CASE WHEN failures = 0 THEN NULL
             WHEN failures >= $origin_park_after THEN $cycle + $origin_park_cycles
             ELSE $cycle + CAST($origin_retry_cycles * pow(2, failures - 1) AS INTEGER) END

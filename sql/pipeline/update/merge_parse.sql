@@ -14,11 +14,11 @@ ON CONFLICT DO NOTHING;
 -- from the seeds as the URL that redirected.
 INSERT INTO frontier (url, host, first_seen_cycle, discovery_seq, source, status, status_cycle, hops)
 SELECT p.url, p.host, $cycle, (SELECT coalesce(max(discovery_seq), 0) FROM frontier) + row_number() OVER (ORDER BY p.url),
-       'redirect', 'fetched', $cycle,
+       'redirect', state_fetched(), $cycle,
        (SELECT min(r.hops) FROM s_fetch_log l JOIN frontier r ON r.url = l.url WHERE l.final_url = p.url)
 FROM s_pages p ANTI JOIN frontier f ON f.url = p.url;
 -- A redirect target that was already waiting in the frontier has now been fetched through the redirect.
-UPDATE frontier SET status = 'fetched', status_cycle = $cycle
+UPDATE frontier SET status = state_fetched(), status_cycle = $cycle
 WHERE url_state_to_fetch(status) AND url IN (SELECT url FROM s_pages);
 -- New URLs enter in discovery order with their hops from the nearest seed (a link one more than its page, a redirect
 -- target as many as the URL that redirected, a canonical URL as many as the page naming it, a sitemap entry one more
@@ -73,7 +73,7 @@ WHERE (a.cycle = $cycle OR b.cycle = $cycle) AND b.url <> a.url AND b.host = a.h
 UPDATE pages SET duplicate_of = f.canonical, folded_cycle = $cycle FROM s_folds f WHERE pages.url = f.url;
 -- A fetched page whose content repeats an earlier page, or folded into its canonical, is a duplicate, not a new
 -- crawled page.
-UPDATE frontier SET status = 'duplicate', status_cycle = $cycle
+UPDATE frontier SET status = state_duplicate(), status_cycle = $cycle
 WHERE url IN (SELECT url FROM s_pages WHERE duplicate_of IS NOT NULL UNION ALL SELECT url FROM s_folds);
 DROP TABLE s_counted;
 DROP TABLE s_folds;

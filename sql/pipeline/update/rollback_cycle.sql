@@ -4,11 +4,11 @@ UPDATE frontier f SET attempts = f.attempts - 1
 FROM fetch_log l LEFT JOIN batches b ON b.fetch_cycle = l.cycle AND b.url = l.url
 WHERE l.cycle = $cycle AND l.url = f.url AND url_attempt_failed(l.outcome, coalesce(b.kind = 'refresh', false));
 -- Pages of earlier cycles that this cycle folded into their canonical are fetched pages again, as before the fold.
-UPDATE frontier f SET status = 'fetched', status_cycle = p.cycle
+UPDATE frontier f SET status = state_fetched(), status_cycle = p.cycle
 FROM pages p
 WHERE p.url = f.url AND p.folded_cycle = $cycle AND p.cycle < $cycle;
 UPDATE pages SET duplicate_of = NULL, folded_cycle = NULL WHERE folded_cycle = $cycle;
-UPDATE frontier SET status = 'unfetched', status_cycle = NULL, retry_after_cycle = NULL
+UPDATE frontier SET status = state_unfetched(), status_cycle = NULL, retry_after_cycle = NULL
 WHERE status_cycle = $cycle;
 DELETE FROM url_ngrams WHERE cycle = $cycle;
 UPDATE frontier SET ngram_cycle = NULL WHERE ngram_cycle = $cycle;

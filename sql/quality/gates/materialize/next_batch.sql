@@ -4,10 +4,11 @@
 -- slot again).
 SELECT b.url, b.host, b.kind, b.priority, f.status, p.url IS NOT NULL AS crawled,
        (p.url IS NOT NULL) = (b.kind = 'refresh') AS crawled_as_kind,
-       coalesce(CASE WHEN b.kind = 'refresh' THEN f.status = 'fetched' ELSE url_state_to_fetch(f.status) END, false)
+       coalesce(CASE WHEN b.kind = 'refresh' THEN f.status = state_fetched() ELSE url_state_to_fetch(f.status) END, false)
            AS state_as_kind,
        robots_allowed(b.url) AS robots_allowed,
-       coalesce(o.state = 'ok' OR (o.last_error = 'no_pages' AND o.next_try_cycle <= b.fetch_cycle),
+       coalesce(o.state = origin_ok()
+                OR (o.last_error = error_no_pages() AND o.next_try_cycle <= b.fetch_cycle),
                 f.source = 'seed' OR url_origin(b.url) IN (SELECT url_origin(url) FROM frontier WHERE source = 'seed'))
            AS origin_answered
 FROM batches b
