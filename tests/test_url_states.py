@@ -5,6 +5,7 @@ fetched page."""
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 from pathlib import Path
@@ -68,6 +69,72 @@ def test_every_value_has_its_macro_and_no_sql_file_spells_one() -> None:
         "no_pages", "ok"]
     assert spelled("SELECT 'redirect', 'retry_pendng' -- 'gone' is a comment") == ["retry_pendng"]
     assert spelled("SELECT url FROM frontier WHERE status = state_fetched() AND kind = 'page'") == []
+
+
+# Words of other vocabularies that a value of the contracts spells too, where a module compares them: a column name,
+# Airflow's own run and task states, a choice of the recompute setting.
+OTHER_VOCABULARIES = {("evaluation/crawl_metrics.py", "fetched"), ("devtools/airflow_stack.py", "failed"),
+                      ("models/score_model.py", "changed")}
+_NAMED = re.compile(r"error|status|state|outcome|end|kind|reason|class", re.IGNORECASE)
+_SQL = re.compile(r"\b(?:SELECT|UPDATE|WHERE|INSERT)\b")
+
+
+def _direct(node: ast.AST | None) -> list[ast.AST]:
+    """The constants an expression gives as they are (through conditionals and tuples)."""
+    if isinstance(node, ast.IfExp):
+        return _direct(node.body) + _direct(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return [c for v in node.values for c in _direct(v)]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [c for e in node.elts for c in _direct(e)]
+    return [node] if isinstance(node, ast.Constant) else []
+
+
+def _name(target: ast.AST) -> str:
+    """What an assignment's target is called: ``x``, ``a.x`` or ``row["x"]``."""
+    if isinstance(target, ast.Subscript):
+        return str(target.slice.value) if isinstance(target.slice, ast.Constant) else ""
+    return getattr(target, "attr", getattr(target, "id", ""))
+
+
+def python_spelled(source: str) -> list[str]:
+    """The values of the contracts' enums a module spells as literals where one stands: compared, assigned to or
+    passed as an error, status, state, outcome, kind or reason, returned, a dict's value, or inside its SQL."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        given: list[ast.AST] = []
+        if isinstance(node, ast.Compare):
+            given = [c for side in (node.left, *node.comparators) for c in _direct(side)]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(_NAMED.search(_name(t)) for t in targets):
+                given = _direct(node.value)
+        elif isinstance(node, ast.keyword) and node.arg and _NAMED.search(node.arg):
+            given = _direct(node.value)
+        elif isinstance(node, ast.Return):
+            given = _direct(node.value)
+        elif isinstance(node, ast.Dict):
+            given = [c for v in node.values for c in _direct(v)]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value):
+            found += [lit for lit in spelled(node.value) if lit in VALUES]
+        found += [c.value for c in given if isinstance(c, ast.Constant) and c.value in VALUES]
+    return sorted(found)
+
+
+def test_no_module_spells_a_value_of_the_contracts() -> None:
+    package = Path(__file__).resolve().parents[1]
+    modules = [p for root in ("include/crawlcycle", "dags", "plugins") for p in sorted((package / root).rglob("*.py"))
+               if "contracts" not in p.parts]
+    assert len(modules) > 80
+    found = {(str(p.relative_to(package / "include/crawlcycle")) if "include" in p.parts else p.name, v)
+             for p in modules for v in python_spelled(p.read_text())}
+    assert found == OTHER_VOCABULARIES
+    # what the check catches
+    assert python_spelled('row["error_class"] = "ssrf_blocked" if blocked else None') == ["ssrf_blocked"]
+    assert python_spelled('if ex.error in ("timeout", "dns"):\n    pass') == ["dns", "timeout"]
+    assert python_spelled('con.execute("SELECT 1 FROM cycles WHERE status <> \'done\'")') == ["done"]
+    assert python_spelled('def f(): return None if ok else "robots_disallowed"') == ["robots_disallowed"]
+    assert python_spelled('row = {"fetched": 1}; new_row(url, error_class=ErrorClass.DNS)') == []
 
 
 def _run(con: duckdb.DuckDBPyConnection, sql: str, *params: object) -> object:

@@ -86,6 +86,9 @@ _INDEX_PAGE = re.compile("/(?:" + "|".join(re.escape(p) for p in INDEX_PAGES) + 
 _STRIP = "".join(map(chr, range(0x21)))  # C0 controls and space, trimmed from both ends
 
 
+BAD_SCHEME = "bad_scheme"  # the reason for a URL neither http nor https (a redirect to one: that error class)
+
+
 class UrlRejected(ValueError):
     """A URL the crawl does not admit; ``reason`` is a short snake_case word."""
 
@@ -221,7 +224,7 @@ def _split(url: str, base: tuple[str, str, str, str] | None) -> tuple[str, str, 
     if m:
         scheme = m.group(1).lower()
         if scheme not in DEFAULT_PORTS:
-            raise UrlRejected("bad_scheme", url)
+            raise UrlRejected(BAD_SCHEME, url)
         head = head[m.end():]
         if base is not None and base[0] == scheme and not head.startswith("//"):
             m = None  # 'http:foo' against an http base is relative

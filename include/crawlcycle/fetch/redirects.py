@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from crawlcycle.contracts.canonical import UrlRejected, UrlRules, canonicalize, host_of
+from crawlcycle.contracts.canonical import BAD_SCHEME, UrlRejected, UrlRules, canonicalize, host_of
 from crawlcycle.contracts.fetch_errors import ErrorClass
 from crawlcycle.fetch.backoff import Stop
 from crawlcycle.fetch.exchange import HostRequests
@@ -87,8 +87,8 @@ def redirect_target(ex: Exchange, rules: UrlRules) -> tuple[str | None, str | No
         return None, None
     location = (ex.headers.get("Location") or "").strip()
     if not location:
-        return "", "bad_redirect"
+        return "", ErrorClass.BAD_REDIRECT
     try:
         return canonicalize(location, ex.url, rules), None
     except UrlRejected as e:
-        return location, ErrorClass.BAD_SCHEME if e.reason == "bad_scheme" else ErrorClass.BAD_REDIRECT
+        return location, ErrorClass.BAD_SCHEME if e.reason == BAD_SCHEME else ErrorClass.BAD_REDIRECT

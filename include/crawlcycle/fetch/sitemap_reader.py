@@ -62,7 +62,7 @@ class SitemapReader:
                 record["reason"] = Stop.DEFERRED.value
                 continue
             if ex.error or not 200 <= (ex.status or 0) < 300:
-                record.update(status=ex.status, reason=ex.error or "http_error")
+                record.update(status=ex.status, reason=ex.error or ErrorClass.HTTP_ERROR)
                 continue
             sitemap = read_sitemap(ex.body, s.sitemap_max_bytes, ex.truncated)
             record.update(status=ex.status, kind=sitemap.kind, entries=len(sitemap.locs), reason=sitemap.reason,

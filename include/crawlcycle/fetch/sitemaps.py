@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 
 from lxml import etree
 
+from crawlcycle.contracts.fetch_errors import ErrorClass
+
 _GZIP_MAGIC = b"\x1f\x8b"
 # The W3C Datetime forms (https://www.w3.org/TR/NOTE-datetime): YYYY, YYYY-MM, YYYY-MM-DD, and a time to the minute,
 # second or fraction of one, which must say its zone (Z or +hh:mm / -hh:mm).
@@ -58,16 +60,16 @@ def _gunzip(body: bytes, max_bytes: int) -> tuple[bytes, str | None]:
     except zlib.error as e:
         return b"", f"bad_gzip: {e}"
     if len(out) > max_bytes:
-        return out[:max_bytes], "too_large"
+        return out[:max_bytes], ErrorClass.TOO_LARGE
     return out, None
 
 
 def read_sitemap(body: bytes, max_bytes: int, truncated: bool = False) -> Sitemap:
     """The entries of one sitemap file (``truncated``: the body was cut at the size limit)."""
-    reason = "too_large" if truncated else None
+    reason = ErrorClass.TOO_LARGE if truncated else None
     if body.startswith(_GZIP_MAGIC):
         body, reason = _gunzip(body, max_bytes)
-        if reason and reason != "too_large":
+        if reason and reason != ErrorClass.TOO_LARGE:
             return Sitemap(None, reason=reason)
     text_start = body.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not text_start:
