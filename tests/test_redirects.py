@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crawlcycle.fetch.redirects import NOT_FOLLOWED, follow, within
+from crawlcycle.fetch.redirects import follow, within
 from tests.support.faultserver import FaultServer, page, redirect, respond
 from tests.support.fetching import gaps, host_loop, settings_for
 
@@ -68,8 +68,9 @@ def test_the_callers_rule_decides_which_targets_are_followed(server: FaultServer
         private = follow(loop.requests, "http://r.test/in", 50_000, 5, rule)
         assert server.hits_of("other.test") == [] and "/private/x" not in server.hits_of("r.test")
         robots = follow(loop.requests, "http://r.test/away", 50_000, 5, anywhere)  # a robots.txt's: any host
-    assert (away.end, away.final_url, away.last.status) == (NOT_FOLLOWED, "http://other.test/landing", 301)
-    assert (private.end, private.final_url) == (NOT_FOLLOWED, "http://r.test/private/x")
+    assert (away.end, away.unfollowed, away.final_url, away.last.status) == (None, True, "http://other.test/landing",
+                                                                               301)
+    assert (private.end, private.unfollowed, private.final_url) == (None, True, "http://r.test/private/x")
     assert (robots.end, robots.final_url, robots.last.status) == (None, "http://other.test/landing", 200)
     assert server.hits_of("other.test") == ["/landing"]
 

@@ -9,7 +9,7 @@ import re
 from crawlcycle.contracts import shard_files
 from crawlcycle.contracts.fetch_errors import BY_STATUS, OUTCOME, ErrorClass
 from crawlcycle.contracts.url_states import FetchOutcome
-from crawlcycle.fetch.redirects import NOT_FOLLOWED, Chain
+from crawlcycle.fetch.redirects import Chain
 
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9.+_-]*/[a-z0-9][a-z0-9.+_-]*")
 
@@ -69,7 +69,9 @@ def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
     if answered:
         row["status"] = answered[-1].status
     not_modified = False
-    if chain.end is None:
+    if chain.unfollowed:
+        row["error_class"] = ErrorClass.SSRF_BLOCKED if blocked else None
+    elif chain.end is None:
         answer = chain.exchanges[-1]
         not_modified = answer.not_modified
         failed = answer.status >= 300 and not not_modified  # type: ignore[operator]
@@ -79,8 +81,6 @@ def page_row(url: str, host: str, chain: Chain, blocked: bool) -> dict:
         if not failed:
             row.update(etag=answer.validator("ETag"), last_modified=answer.validator("Last-Modified"),
                        payload_digest=None if not_modified else answer.payload_digest)
-    elif chain.end == NOT_FOLLOWED:
-        row["error_class"] = ErrorClass.SSRF_BLOCKED if blocked else None
     else:
         row["error_class"] = chain.end
     row = finish(row, not_modified)

@@ -19,7 +19,7 @@ from crawlcycle.fetch.exchange import HostRequests, Recorder
 from crawlcycle.fetch.fetch_log import finish, new_row, page_row
 from crawlcycle.fetch.http_client import Client, StoredCopy
 from crawlcycle.fetch.politeness import HostPoliteness
-from crawlcycle.fetch.redirects import NOT_FOLLOWED, follow, within
+from crawlcycle.fetch.redirects import follow, within
 from crawlcycle.fetch.robots import origin_of
 from crawlcycle.fetch.robots_gate import RobotsGate
 from crawlcycle.fetch.sitemap_reader import SitemapReader
@@ -71,7 +71,7 @@ class HostLoop:
         s = self.settings
         chain = follow(self.requests, url, s.max_body_bytes, s.max_redirects, within(self.host, self.robots.allows),
                        stored=stored)
-        blocked = chain.end == NOT_FOLLOWED and self.requests.target_blocked(chain.targets[-1])
+        blocked = chain.unfollowed and self.requests.target_blocked(chain.targets[-1])
         return page_row(url, self.host, chain, blocked)
 
     def _host_row(self) -> dict:

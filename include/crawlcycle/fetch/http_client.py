@@ -74,7 +74,7 @@ class Exchange:
     head: StatusAndHeaders | None = None      # response head as stored, once the body is read
     body: bytes = b""
     truncated: bool = False
-    error: str | None = None
+    error: ErrorClass | None = None
 
     @property
     def conditional(self) -> bool:

@@ -3,7 +3,7 @@
 A chain ends at an answer (a response that is not a redirect) or, short of one (``Chain.end``), at a failed exchange
 (its error class), the time limit (``deferred``), a redirect without a usable target (``bad_redirect``;
 ``bad_scheme`` for one to another scheme), a target met before (``redirect_loop``; robots.txt and sitemaps revisit
-instead, until the limit), a target the caller does not follow (``NOT_FOLLOWED``: the redirect is the answer), or a
+instead, until the limit), a target the caller does not follow (``Chain.unfollowed``: the redirect is the answer), or a
 hop past ``limit`` (``too_many_redirects``). Which targets a chain follows is the caller's rule: a page or a sitemap
 only to its own host's URLs that robots.txt allows, a robots.txt to any host (RFC 9309).
 """
@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 
 from crawlcycle.contracts.canonical import BAD_SCHEME, UrlRejected, UrlRules, canonicalize, host_of
 from crawlcycle.contracts.fetch_errors import ErrorClass
-from crawlcycle.fetch.backoff import Stop
 from crawlcycle.fetch.exchange import HostRequests
 from crawlcycle.fetch.http_client import Exchange, StoredCopy
 
 _REDIRECTS = (301, 302, 303, 307, 308)
-NOT_FOLLOWED = "not_followed"
 
 
 @dataclass
@@ -30,12 +28,13 @@ class Chain:
     exchanges: list[Exchange] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)  # redirect targets met, in order (a bad one as written)
     final_url: str | None = None  # the answer's URL, else the last good target met (None: none)
-    end: str | None = None        # why it ended short of an answer (module docstring); None: the last is one
+    end: ErrorClass | None = None  # why it ended short of an answer (module docstring); None: the last is one
+    unfollowed: bool = False       # the last is a redirect to a target the caller does not follow: the answer
 
     @property
     def last(self) -> Exchange | None:
         """The exchange that ended the chain; None when the time limit came first."""
-        return None if self.end == Stop.DEFERRED else self.exchanges[-1]
+        return None if self.end == ErrorClass.DEFERRED else self.exchanges[-1]
 
 
 def follow(requests: HostRequests, url: str, max_bytes: int, limit: int, may_follow: Callable[[str], bool],
@@ -47,7 +46,7 @@ def follow(requests: HostRequests, url: str, max_bytes: int, limit: int, may_fol
     while True:
         ex = requests.get(url, max_bytes, None if chain.exchanges else stored)  # a hop is a URL of its own
         if ex is None:
-            chain.end = Stop.DEFERRED.value
+            chain.end = ErrorClass.DEFERRED
             return chain
         chain.exchanges.append(ex)
         if ex.error:
@@ -66,10 +65,10 @@ def follow(requests: HostRequests, url: str, max_bytes: int, limit: int, may_fol
         if target in seen and not revisits:
             chain.end = ErrorClass.REDIRECT_LOOP
         elif not may_follow(target):
-            chain.end = NOT_FOLLOWED
+            chain.unfollowed = True
         elif len(chain.targets) > limit:
             chain.end = ErrorClass.TOO_MANY_REDIRECTS
-        if chain.end:
+        if chain.end or chain.unfollowed:
             return chain
         seen.add(target)
         url = target
