@@ -74,7 +74,8 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
             for block in blocks:  # the page's commands in its order
                 if server in block:  # runs until Ctrl-C: in the background, once the UI answers
                     proc = subprocess.Popen(["bash", "-ec", f"exec {server} --port {port}"], cwd=project, env=env,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                            start_new_session=True)
                     lines = []
                     for line in proc.stdout:  # type: ignore[union-attr]
                         lines.append(line)
@@ -100,8 +101,8 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=120) == 0
         finally:
-            if proc and proc.poll() is None:
-                proc.kill()
+            if proc and proc.poll() is None:  # a failure above: nothing it started may outlive the test
+                os.killpg(proc.pid, signal.SIGKILL)
     assert not port_open(port)
     (report,) = [out for command, out in outputs.items() if re.match(r"\.venv/bin/crawlcycle report\b", command)]
     assert all(re.search(rf"{day}.*done", report) for day in days), report

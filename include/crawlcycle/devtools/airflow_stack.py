@@ -120,7 +120,7 @@ class AirflowStack:
 
     def api(self, method: str, path: str, **kwargs: object) -> dict:
         if not self._token:
-            r = requests.post(f"{self.url}/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}, timeout=10)
+            r = requests.post(f"{self.url}/auth/token", json={"username": ADMIN[0], "password": ADMIN[1]}, timeout=30)
             r.raise_for_status()
             self._token = r.json()["access_token"]
         r = requests.request(method, f"{self.url}/api/v2{path}", headers={"Authorization": f"Bearer {self._token}"},
@@ -169,11 +169,16 @@ class AirflowStack:
         return self.api("GET", f"/dags/{dag_id}/dagRuns", params={"order_by": "logical_date"})["dag_runs"]
 
     def wait_for_runs(self, count: int, timeout: float) -> list[dict]:
-        """Wait until ``count`` runs succeeded; raise as soon as one fails, naming its failed tasks."""
+        """Wait until ``count`` runs succeeded; raise as soon as one fails, naming its failed tasks. A poll the API
+        server is too busy to answer in time (a loaded machine, its SQLite database locked by a task) is polled
+        again."""
         deadline = time.monotonic() + timeout
         seen = ""
         while time.monotonic() < deadline:
-            runs = self.runs()
+            try:
+                runs = self.runs()
+            except requests.Timeout:
+                continue
             for run in runs:
                 if run["state"] == "failed":
                     raise RuntimeError(f"run {run['dag_run_id']} failed: {self.failed_tasks(run['dag_run_id'])}")
