@@ -25,18 +25,18 @@ celery-demo: $(VENV)/.installed
 	$(BIN)/crawlcycle celery-demo
 
 # The tests that start Airflow, system services or a browser, or kill tasks at random points: the rest run side by
-# side, one worker per core (pytest-xdist).
+# side, one worker per core (pytest-xdist), each test file on one worker: a module's crawls are built once.
 FAST := not airflow and not services and not browser and not faults
 
 # The whole suite: the fast part side by side, then those one at a time (they hold ports and both cores), each
 # part ending with its 20 slowest tests; fails if either part failed.
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -n auto --durations=20 -m "$(FAST)"; fast=$$?; \
+	$(BIN)/python -m pytest -q -n auto --dist loadfile --durations=20 -m "$(FAST)"; fast=$$?; \
 	$(BIN)/python -m pytest -q --durations=20 -m "not ($(FAST))"; slow=$$?; \
 	exit $$(( fast || slow ))
 
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -n auto -m "$(FAST)"
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "$(FAST)"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check include dags plugins tests bench sql docs

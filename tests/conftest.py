@@ -24,6 +24,7 @@ for _key in [k for k in os.environ if k.startswith("CRAWLCYCLE_")]:
 from crawlcycle.devtools.demo_web import DemoWeb, generate  # noqa: E402
 from crawlcycle.devtools.warc_server import serve  # noqa: E402
 from crawlcycle.settings import Settings  # noqa: E402
+from tests.support.built_once import built_once  # noqa: E402
 from tests.support.demo import demo_settings  # noqa: E402
 from tests.support.faultserver import FaultServer  # noqa: E402
 
@@ -47,22 +48,37 @@ def dev_docs(shared: Path) -> Path:
 @pytest.fixture(scope="session")
 def three_sites(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs: Path) -> dict[str, Path]:
     """Three real sites cut from the dev-docs snapshot (sphinx, nodejs, requests), their home pages as seeds and a
-    workload of real query texts (bench/policies.py's kind: a seeded Zipf draw): warc, seeds, queries."""
-    from crawlcycle.evaluation import policy_lab
-    from tests.support.snapshot_cut import cut
+    workload of real query texts (bench/policies.py's kind: a seeded Zipf draw): warc, seeds, queries; and cache,
+    the simulator's cache every crawl of them shares (their ground truth is computed once, their pages parsed once)."""
+    def build(d: Path) -> None:
+        from crawlcycle.evaluation import policy_lab
+        from tests.support.snapshot_cut import cut
 
-    d = tmp_path_factory.mktemp("three-sites")
-    warc = cut(dev_docs, tuple(f"http://{site}.docs.test/" for site in ("sphinx", "nodejs", "requests")),
-               d / "sites.warc.gz")
-    seeds = d / "seeds.txt"
-    seeds.write_text("".join(u + "\n" for u in policy_lab.seed_set(policy_lab.html_pages(warc), 0, "/index.html")))
-    q = shared / "queries"
-    texts = (q / "csn_queries.csv").read_text().splitlines()[1:] + [
-        line.split("\t", 1)[1] for line in (q / "staqc_sql_titles.tsv").read_text().splitlines()]
-    queries = d / "queries.tsv"
-    queries.write_text("".join(f"{t}\t{f}\n" for t, f in policy_lab.zipf_workload(texts, 3000,
-                                                                                   policy_lab.WORKLOAD_SEED)))
-    return {"warc": warc, "seeds": seeds, "queries": queries}
+        warc = cut(dev_docs, tuple(f"http://{site}.docs.test/" for site in ("sphinx", "nodejs", "requests")),
+                   d / "sites.warc.gz")
+        (d / "seeds.txt").write_text("".join(u + "\n" for u in policy_lab.seed_set(policy_lab.html_pages(warc), 0,
+                                                                                   "/index.html")))
+        q = shared / "queries"
+        texts = (q / "csn_queries.csv").read_text().splitlines()[1:] + [
+            line.split("\t", 1)[1] for line in (q / "staqc_sql_titles.tsv").read_text().splitlines()]
+        (d / "queries.tsv").write_text("".join(f"{t}\t{f}\n" for t, f in policy_lab.zipf_workload(
+            texts, 3000, policy_lab.WORKLOAD_SEED)))
+        (d / "cache").mkdir()
+
+    d = built_once(tmp_path_factory, "three-sites", build)
+    return {"warc": d / "sites.warc.gz", "seeds": d / "seeds.txt", "queries": d / "queries.tsv", "cache": d / "cache"}
+
+
+@pytest.fixture(scope="session")
+def three_site_crawl(tmp_path_factory: pytest.TempPathFactory, three_sites: dict[str, Path]) -> Path:
+    """The crawl database of four hybrid cycles of 40 pages over the three sites, every other setting at its
+    default: the crawl the tests of the ordering stages compare their variations with."""
+    from tests.support.three_sites import THREE_SITE_CYCLES, simulate_three_sites
+
+    def build(out: Path) -> None:
+        simulate_three_sites(three_sites, out, THREE_SITE_CYCLES)
+
+    return built_once(tmp_path_factory, "three-site-crawl", build) / "work" / "crawl.duckdb"
 
 
 @pytest.fixture(scope="session")

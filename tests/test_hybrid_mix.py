@@ -11,10 +11,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.models.mix import PRIOR, SHRINK, learn
-from crawlcycle.settings.sources import load_settings
-from tests.support.demo import USER_AGENT
+from tests.support.three_sites import simulate_three_sites
 
 
 def _pages(n: int, impact: callable) -> pl.DataFrame:
@@ -45,11 +43,8 @@ def test_without_evidence_the_mix_is_the_prior() -> None:
 
 def test_a_crawl_mixes_its_parts_by_the_weights_each_refit_learnt(three_sites: dict[str, Path],
                                                                      tmp_path: Path) -> None:
-    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
-                                                    "hybrid_mix": "learnt"})
-    simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], 3, tmp_path,
-             progress=lambda m: None, cache=tmp_path / "cache")
-    with duckdb.connect(str(tmp_path / "work" / "crawl.duckdb"), read_only=True) as con:
+    db = simulate_three_sites(three_sites, tmp_path, 3, hybrid_mix="learnt")
+    with duckdb.connect(str(db), read_only=True) as con:
         fits = {c: json.loads(m) for c, m in con.execute(
             "SELECT cycle, metrics FROM model_runs WHERE model = 'hybrid_mix' ORDER BY cycle").fetchall()}
         shown = con.execute("SELECT DISTINCT score_cycle, query_weight, prestige_weight, discovery_weight "

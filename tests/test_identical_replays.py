@@ -24,12 +24,11 @@ from tests.support.demo import USER_AGENT
 CYCLES = 3
 
 
-def _simulate(settings: Settings, three_sites: dict[str, Path], out: Path, cache: Path
-              ) -> tuple[dict[str, str], bytes, int]:
+def _simulate(settings: Settings, three_sites: dict[str, Path], out: Path) -> tuple[dict[str, str], bytes, int]:
     """One hybrid crawl of ``CYCLES`` cycles in ``out`` (its database made anew): its tables' digests, its order.csv
     and how many cycles fitted S'."""
     simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], CYCLES, out,
-             progress=lambda m: None, cache=cache)
+             progress=lambda m: None, cache=three_sites["cache"])
     work = out.resolve() / "work"
     crawled = with_overrides(settings, {"db_path": str(work / "crawl.duckdb"), "data_dir": str(work / "data")})
     with duckdb.connect(crawled.db_path, read_only=True) as con:
@@ -42,8 +41,7 @@ def test_two_crawls_of_a_snapshot_leave_the_same_tables_and_order(three_sites: d
     settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
                                                     "s_prime_queries": 3000, "duckdb_threads": 4})
     # one folder for both crawls: model_runs names each model's file by its path
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    first, second = (_simulate(settings, three_sites, out, cache) for _ in range(2))
+    first, second = (_simulate(settings, three_sites, tmp_path / "out") for _ in range(2))
     tables, order, fits = first
     assert fits >= 2  # S' and its odds were fitted and steered the later cycles
     differing = sorted(t for t in tables.keys() | second[0].keys() if tables.get(t) != second[0].get(t))

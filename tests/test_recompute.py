@@ -13,33 +13,28 @@ import pytest
 
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import connect, scalar
-from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.pipeline import materialize
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import from_record, load_settings
 from tests.support.demo import USER_AGENT
+from tests.support.three_sites import THREE_SITE_CYCLES, simulate_three_sites
 
-CYCLES = 4
+CYCLES = THREE_SITE_CYCLES
 LOOSE = 5.0
 SHIPPED_PREFIX = materialize.PREFIX_BATCHES
 
 
 @pytest.fixture(scope="module")
-def crawls(three_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The crawl databases of hybrid over the three sites: recompute full; changed as it ships; and changed with a
-    drift bound loose enough (five times the scores' spread) for a model to be kept on a crawl that grows this fast."""
-    out, cache = tmp_path_factory.mktemp("recompute"), tmp_path_factory.mktemp("recompute-cache")
-    ways = {"full": {"recompute": "full"}, "changed": {"recompute": "changed"},
-            "loose": {"recompute": "changed", "refit_drift": LOOSE}}
-    dbs = {}
-    for name, overrides in ways.items():
-        settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
-                                                        **overrides})
-        simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], CYCLES,
-                 out / name, progress=lambda m: None, cache=cache)
-        dbs[name] = out / name / "work" / "crawl.duckdb"
-    return dbs
+def crawls(three_sites: dict[str, Path], three_site_crawl: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> dict[str, Path]:
+    """The crawl databases of hybrid over the three sites: recompute changed as it ships (the shared crawl); full;
+    and changed with a drift bound loose enough (five times the scores' spread) for a model to be kept on a crawl
+    that grows this fast."""
+    out = tmp_path_factory.mktemp("recompute")
+    return {"changed": three_site_crawl,
+            **{name: simulate_three_sites(three_sites, out / name, CYCLES, **overrides) for name, overrides in
+               (("full", {"recompute": "full"}), ("loose", {"recompute": "changed", "refit_drift": LOOSE}))}}
 
 
 def _read(db: Path, sql: str) -> list[tuple]:

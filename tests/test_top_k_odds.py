@@ -10,10 +10,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.models.score_model import top_k, with_bars
-from crawlcycle.settings.sources import load_settings
-from tests.support.demo import USER_AGENT
+from tests.support.three_sites import simulate_three_sites
 
 
 def _rows(qid: int, scores: dict[str, float]) -> pl.DataFrame:
@@ -43,17 +41,12 @@ def test_the_frontier_raises_the_bar_and_a_crawled_page_wins_a_tie() -> None:
 
 
 @pytest.fixture(scope="module")
-def crawls(three_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three cycles of hybrid over the three sites with each odds_bar: the crawl databases."""
-    out, cache = tmp_path_factory.mktemp("odds-bar"), tmp_path_factory.mktemp("odds-bar-cache")
-    dbs = {}
-    for bar in ("crawled", "frontier"):
-        settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
-                                                        "odds_bar": bar})
-        simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], 3,
-                 out / bar, progress=lambda m: None, cache=cache)
-        dbs[bar] = out / bar / "work" / "crawl.duckdb"
-    return dbs
+def crawls(three_sites: dict[str, Path], three_site_crawl: Path, tmp_path_factory: pytest.TempPathFactory
+           ) -> dict[str, Path]:
+    """The crawl databases of hybrid over the three sites with each odds_bar: crawled (the default: the shared
+    crawl) and frontier."""
+    return {"crawled": three_site_crawl,
+            "frontier": simulate_three_sites(three_sites, tmp_path_factory.mktemp("odds-bar"), 3, odds_bar="frontier")}
 
 
 def test_odds_learnt_against_the_frontier_count_fewer_pages_in_and_steer_the_crawl(crawls: dict[str, Path]) -> None:
