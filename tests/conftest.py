@@ -25,7 +25,7 @@ from crawlcycle.devtools.demo_web import DemoWeb, generate  # noqa: E402
 from crawlcycle.devtools.warc_server import serve  # noqa: E402
 from crawlcycle.settings import Settings  # noqa: E402
 from tests.support.built_once import built_once  # noqa: E402
-from tests.support.demo import USER_AGENT, demo_settings  # noqa: E402
+from tests.support.demo import demo_settings  # noqa: E402
 from tests.support.faultserver import FaultServer  # noqa: E402
 
 # Real corpora, queries and conformance cases, kept next to the project rather than in it.
@@ -54,8 +54,8 @@ def three_sites(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs
     def build(d: Path) -> None:
         from crawlcycle.evaluation import policy_lab
         from crawlcycle.evaluation.ground_truth import ground_truth
-        from crawlcycle.settings.sources import load_settings
         from tests.support.snapshot_cut import cut
+        from tests.support.three_sites import three_site_settings
 
         warc = cut(dev_docs, tuple(f"http://{site}.docs.test/" for site in ("sphinx", "nodejs", "requests")),
                    d / "sites.warc.gz")
@@ -67,9 +67,9 @@ def three_sites(tmp_path_factory: pytest.TempPathFactory, shared: Path, dev_docs
         (d / "queries.tsv").write_text("".join(f"{t}\t{f}\n" for t, f in policy_lab.zipf_workload(
             texts, 3000, policy_lab.WORKLOAD_SEED)))
         (d / "cache").mkdir()
-        settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT,
-                                                        "parse_cache": str(d / "cache" / "parse.sqlite")})
-        ground_truth(settings, [warc], d / "queries.tsv", d / "cache")
+        # as the simulator computes it for every crawl of them
+        ground_truth(three_site_settings(parse_cache=str(d / "cache" / "parse.sqlite")), [warc], d / "queries.tsv",
+                     d / "cache")
 
     d = built_once(tmp_path_factory, "three-sites", build)
     return {"warc": d / "sites.warc.gz", "seeds": d / "seeds.txt", "queries": d / "queries.tsv", "cache": d / "cache"}

@@ -16,32 +16,28 @@ import pytest
 
 from crawlcycle.db import RANK_DIGITS, connect, migrate, sum_offset
 from crawlcycle.devtools.table_digest import table_digest
-from crawlcycle.evaluation.simulator import simulate
-from crawlcycle.settings import Settings
-from crawlcycle.settings.sources import load_settings, with_overrides
+from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
+from tests.support.three_sites import simulate_three_sites, three_site_settings
 
 CYCLES = 3
+# S' trains on every query: enough pairs that DuckDB's threads split the sums over them
+REPLAYED = {"s_prime_queries": 3000, "duckdb_threads": 4}
 
 
-def _simulate(settings: Settings, three_sites: dict[str, Path], out: Path) -> tuple[dict[str, str], bytes, int]:
+def _simulate(three_sites: dict[str, Path], out: Path) -> tuple[dict[str, str], bytes, int]:
     """One hybrid crawl of ``CYCLES`` cycles in ``out`` (its database made anew): its tables' digests, its order.csv
     and how many cycles fitted S'."""
-    simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], CYCLES, out,
-             progress=lambda m: None, cache=three_sites["cache"])
-    work = out.resolve() / "work"
-    crawled = with_overrides(settings, {"db_path": str(work / "crawl.duckdb"), "data_dir": str(work / "data")})
+    work = simulate_three_sites(three_sites, out, CYCLES, **REPLAYED).resolve().parent
+    crawled = three_site_settings(**REPLAYED, db_path=str(work / "crawl.duckdb"), data_dir=str(work / "data"))
     with duckdb.connect(crawled.db_path, read_only=True) as con:
         (fits,) = con.execute("SELECT count(*) FROM model_runs WHERE model = 's_prime' AND file IS NOT NULL").fetchone()
     return table_digest(crawled), (out / "order.csv").read_bytes(), fits
 
 
 def test_two_crawls_of_a_snapshot_leave_the_same_tables_and_order(three_sites: dict[str, Path], tmp_path: Path) -> None:
-    # S' trains on every query: enough pairs that DuckDB's threads split the sums over them
-    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
-                                                    "s_prime_queries": 3000, "duckdb_threads": 4})
     # one folder for both crawls: model_runs names each model's file by its path
-    first, second = (_simulate(settings, three_sites, tmp_path / "out") for _ in range(2))
+    first, second = (_simulate(three_sites, tmp_path / "out") for _ in range(2))
     tables, order, fits = first
     assert fits >= 2  # S' and its odds were fitted and steered the later cycles
     differing = sorted(t for t in tables.keys() | second[0].keys() if tables.get(t) != second[0].get(t))

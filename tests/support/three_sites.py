@@ -6,17 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from crawlcycle.evaluation.simulator import simulate
+from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import load_settings
 from tests.support.demo import USER_AGENT
 
 THREE_SITE_CYCLES = 4
 
 
+def three_site_settings(**overrides: object) -> Settings:
+    """The settings these crawls run with, and ``overrides``."""
+    return load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1, **overrides})
+
+
 def simulate_three_sites(three_sites: dict[str, Path], out: Path, cycles: int, **overrides: object) -> Path:
     """``cycles`` hybrid cycles over the three sites into ``out`` with ``overrides`` to the settings; the crawl
     database."""
-    settings = load_settings(environ={}, overrides={"user_agent": USER_AGENT, "batch_size": 40, "shards": 1,
-                                                    **overrides})
-    simulate(settings, [three_sites["warc"]], three_sites["queries"], three_sites["seeds"], ["hybrid"], cycles, out,
-             progress=lambda m: None, cache=three_sites["cache"])
+    simulate(three_site_settings(**overrides), [three_sites["warc"]], three_sites["queries"], three_sites["seeds"],
+             ["hybrid"], cycles, out, progress=lambda m: None, cache=three_sites["cache"])
     return out / "work" / "crawl.duckdb"
