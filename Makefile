@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export CRAWLCYCLE_CONFIG ?= $(CURDIR)/crawlcycle.toml
 
-.PHONY: install demo celery-demo test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean docs docs-serve reference
+.PHONY: install demo celery-demo soak test test-fast lint ui report bench-fetch bench-parse bench-score bench-policies lock clean docs docs-serve reference
 
 # The virtual environment is (re)built from the dev lock (runtime set + test tools) whenever it or pyproject changes.
 $(VENV)/.installed: requirements-dev.lock pyproject.toml
@@ -23,6 +23,11 @@ demo: $(VENV)/.installed
 # The distributed topology on this machine: CeleryExecutor, PostgreSQL and Redis (apt-get installs them if missing).
 celery-demo: $(VENV)/.installed
 	$(BIN)/crawlcycle celery-demo
+
+# A fortnight of daily cycles scheduled by Airflow while SIGKILLs hit its components, its tasks and the writer
+# mid-transaction; every table compared with a clean crawl (docs/howto/recover.md).
+soak: $(VENV)/.installed
+	$(BIN)/crawlcycle soak --cycles 14 --kills 30 --seed 1
 
 # The tests that start Airflow, system services or a browser, or kill tasks at random points: the rest run side by
 # side, one worker per core (pytest-xdist), each test file on one worker: a module's crawls are built once.

@@ -1,15 +1,18 @@
 """A web that changes: the same documentation sites in four Debian releases, one WARC per release.
 
-    .venv/bin/python bench/series.py build [--update]
-    .venv/bin/python bench/series.py changes [--jobs N]
-    .venv/bin/python bench/series.py workload --out DIR [--run R] [--queries N]
-    .venv/bin/python bench/series.py refresh [--regime growing|covered] [--runs K] [--only-run R] [--report]
-                                             [--cycles N] [--jobs N]
+    .venv/bin/python bench/series.py [--spec FILE] build [--update]
+    .venv/bin/python bench/series.py [--spec FILE] changes [--jobs N]
+    .venv/bin/python bench/series.py [--spec FILE] workload --out DIR [--run R] [--queries N]
+    .venv/bin/python bench/series.py [--spec FILE] refresh [--regime growing|covered] [--runs K] [--only-run R]
+                                                           [--report] [--cycles N] [--jobs N]
 
-Each host of ``bench/snapshots/dev-docs-over-time.json`` is one Debian documentation package in each release the
-spec names (python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13, 15, 17, 18; the same python-django-doc,
-sphinx-doc, git-doc, ... from bullseye, bookworm, trixie and sid): dated versions of one site under one host name
-and one robots.txt, for a crawler that re-fetches pages.
+Each host of the series spec (``--spec``; by default ``bench/snapshots/dev-docs-over-time.json``) is one Debian
+documentation package in each release the spec names (there: python3.9-doc, 3.11, 3.13, 3.14; postgresql-doc-13,
+15, 17, 18; the same python-django-doc, sphinx-doc, git-doc, ... from bullseye, bookworm, trixie and sid): dated
+versions of one site under one host name and one robots.txt, for a crawler that re-fetches pages. A series is named
+by its spec's file name: ``bench/snapshots/py-libs-over-time.json`` (eight Python libraries' documentation,
+SQLAlchemy, pytest, Tornado, Scrapy, Celery, Kombu, Flask, Werkzeug) builds ``data/py-libs-over-time/`` and
+reports into ``bench/results/py-libs-over-time/``; the paths below name the default series.
 
 ``build`` writes ``data/dev-docs-over-time/<release>.warc.gz``. Packages come from the spec's mirror through an
 apt configuration of the series' own under ``data/apt/`` (sources list, lists, cache, the .debs and their unpacked
@@ -89,10 +92,12 @@ from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.settings.sources import load_settings
 
+# The series in use, named by its spec's file (use_spec): where its WARCs are built and its results kept.
 SPEC = ROOT / "bench" / "snapshots" / "dev-docs-over-time.json"
-OUT = ROOT / "data" / "dev-docs-over-time"
+NAME = SPEC.stem
+OUT = ROOT / "data" / NAME
 APT = ROOT / "data" / "apt"
-RESULTS = ROOT / "bench" / "results" / "dev-docs-over-time"
+RESULTS = ROOT / "bench" / "results" / NAME
 CHANGES = RESULTS / "changes.md"
 KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 PAGE_TYPES = {".html", ".htm"}
@@ -100,6 +105,14 @@ KEEP = PAGE_TYPES | {".css", ".js", ".png", ".svg", ".gif", ".jpg", ".pdf"}
 MAX_ASSET = 2 * 1024 * 1024  # as build_snapshot.py: a larger image or script is left out
 SHINGLE = 5
 REWRITTEN = 0.5
+
+
+def use_spec(path: Path) -> None:
+    """Make the series of spec ``path`` the one every command builds, reads and reports (``--spec``)."""
+    global SPEC, NAME, OUT, RESULTS, CHANGES
+    SPEC, NAME = path.resolve(), path.stem
+    OUT, RESULTS = ROOT / "data" / NAME, ROOT / "bench" / "results" / NAME
+    CHANGES = RESULTS / "changes.md"
 
 
 def load_spec(path: Path = SPEC) -> dict:
@@ -127,8 +140,19 @@ def built(spec: dict) -> list[Path]:
     """The WARC of every release, in order; stops, naming the build, when one is missing."""
     paths = [warc_path(r) for r in spec["releases"]]
     if missing := [p for p in paths if not p.is_file()]:
-        raise SystemExit(f"{missing[0]} is missing: build it from {ROOT} with `.venv/bin/python bench/series.py build`")
+        raise SystemExit(f"{missing[0]} is missing: build it from {ROOT} with "
+                         f"`.venv/bin/python bench/series.py{flag()} build`")
     return paths
+
+
+def title() -> str:
+    """The series' name in words: dev-docs over time."""
+    return NAME.replace("-over-time", " over time")
+
+
+def flag() -> str:
+    """The --spec flag that names the series in use, empty for the default one."""
+    return "" if NAME == "dev-docs-over-time" else f" --spec {SPEC.relative_to(ROOT)}"
 
 
 # --- packages ---------------------------------------------------------------------------------------------------
@@ -373,12 +397,12 @@ def changes(spec: dict, jobs: int) -> str:
     frames = [pages for _, pages in read]
     hosts = [h["host"] for h in spec["hosts"]]
     packages = [dict(p.split("=", 1) for p in info["packages"].split()) for info in infos]
-    lines = ["# dev-docs over time: what changes from one Debian release to the next", "",
-             f"Built with `.venv/bin/python bench/series.py build` from `{SPEC.relative_to(ROOT)}`, measured with "
-             "`.venv/bin/python bench/series.py changes`. Pages are the HTML responses; main text is the project's "
-             "parser's (`parse_warcs`, extractor `trafilatura_text`), whitespace collapsed; a page is rewritten when "
-             f"the resemblance of its old and new main text (shared word {SHINGLE}-shingles over all of them) is below "
-             f"{REWRITTEN}.", "",
+    lines = [f"# {title()}: what changes from one Debian release to the next", "",
+             f"Built with `.venv/bin/python bench/series.py{flag()} build` from `{SPEC.relative_to(ROOT)}`, measured "
+             f"with `.venv/bin/python bench/series.py{flag()} changes`. Pages are the HTML responses; main text is the "
+             "project's parser's (`parse_warcs`, extractor `trafilatura_text`), whitespace collapsed; a page is "
+             "rewritten when the resemblance of its old and new main text (shared word "
+             f"{SHINGLE}-shingles over all of them) is below {REWRITTEN}.", "",
              "## Versions", "", "HTML pages per host and release, with the package and version they come from.", "",
              "| host | " + " | ".join(releases) + " |", "|---" * (len(releases) + 1) + "|"]
     for h in spec["hosts"]:
@@ -476,8 +500,8 @@ def refresh_results(runs: int, regime: str) -> str:
     for r in range(runs):
         files = sorted((RESULTS / name).glob(f"*/run-{r}.json"))
         if not files:
-            raise SystemExit(f"run {r}: no {RESULTS / name}/*/run-{r}.json; run `series.py refresh --regime {regime}` "
-                             "first")
+            raise SystemExit(f"run {r}: no {RESULTS / name}/*/run-{r}.json; run "
+                             f"`series.py{flag()} refresh --regime {regime}` first")
         per_run.append({f.parent.name: json.loads(f.read_text()) for f in files})
     shared = set.intersection(*(set(run) for run in per_run))  # a policy is compared on the runs it has them all
     per_run = [{n: s for n, s in run.items() if n in shared} for run in per_run]
@@ -513,10 +537,11 @@ def refresh_report(per_run: list[dict[str, dict]], starts: list[int], batch: int
     found no change, the change models' calibration and the split."""
     names = list(per_run[0])
     share = round(100 * REGIMES[regime][0])
-    lines = [f"# Refresh policies on dev-docs over time: {regime} sites\n",
-             f"{len(per_run)} runs (workload and seeds of `series.py workload --run r`), ordering policy hybrid, "
-             f"{per_run[0][names[0]]['cycles']} cycles, batch {batch} ({share} % of the first release's HTML pages), "
-             f"releases from cycles {', '.join(map(str, starts))} (`--switch {switch}`). Means over the cycles from "
+    lines = [f"# Refresh policies on {title()}: {regime} sites\n",
+             f"{len(per_run)} runs (workload and seeds of `series.py{flag()} workload --run r`), ordering policy "
+             f"hybrid, {per_run[0][names[0]]['cycles']} cycles, batch {batch} ({share} % of the first release's HTML "
+             f"pages), releases from cycles {', '.join(map(str, starts))} (`--switch {switch}`). Means over the "
+             "cycles from "
              "the first version switch on; quality is user-centric (Pandey & Olston 2005), by the reference ranker "
              "and by the independent BM25 judge; loss = 1 - quality. Completeness is the quality the same stored "
              "pages would give fresh and in the live order (no refresh policy can beat it with the pages it chose); "
@@ -636,15 +661,16 @@ def refresh_plot(per_run: list[dict[str, dict]], path: Path, starts: list[int]) 
         means[name] = [{"cycle": c["cycle"], **{f: sum(rs[i][f] for rs in rows) / len(rows)
                                                 for f in ("quality", "freshness")}}
                        for i, c in enumerate(rows[0])]
-    repository.plot(means, path, "dev-docs over time: each refresh policy, mean over runs", starts[1])
+    repository.plot(means, path, f"{title()}: each refresh policy, mean over runs", starts[1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spec", type=Path, default=SPEC, help="the series spec (default: %(default)s)")
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="download the packages and write one WARC per release")
     b.add_argument("--update", action="store_true", help="run apt-get update even when the lists are there")
-    c = sub.add_parser("changes", help=f"measure what changes between releases into {CHANGES.relative_to(ROOT)}")
+    c = sub.add_parser("changes", help="measure what changes between releases into bench/results/<series>/changes.md")
     c.add_argument("--jobs", type=int, default=1, help="parser processes (0 = one per core)")
     w = sub.add_parser("workload", help="write queries.tsv and seeds.txt for the simulator")
     w.add_argument("--out", type=Path, required=True)
@@ -666,7 +692,8 @@ def main() -> None:
                    help="every page moves at its release's start, or at a cycle drawn for it (more ground truths)")
     f.add_argument("--work", type=Path, default=ROOT / "data" / "bench-refresh")
     args = ap.parse_args()
-    spec = load_spec()
+    use_spec(args.spec)
+    spec = load_spec(SPEC)
     t0 = time.perf_counter()
     if args.command == "build":
         build(spec, args.update)

@@ -18,7 +18,7 @@ from crawlcycle.cli import main
 from crawlcycle.db import connect
 from crawlcycle.devtools.table_digest import table_digest
 from crawlcycle.pipeline import stages
-from crawlcycle.pipeline.disk_full import DiskFullError
+from crawlcycle.pipeline.resource_limits import DiskFullError
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, TASKS
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import write_toml

@@ -47,6 +47,8 @@ EXCLUDED = {
     "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
                  "under a real scheduler and tests/test_dag.py runs the DAG",
     "make test": "the test suite itself",
+    "make soak": "fourteen daily cycles under Airflow's scheduler with thirty kills: a quarter of an hour; "
+                 "tests/test_soak.py runs three cycles with two kills of each target",
     "make docs-serve": "serves the documentation site until Ctrl-C; tests/test_docs.py builds it with mkdocs build "
                        "--strict",
     ".venv/bin/crawlcycle fault-run --cycles 10 --kills 200 --seed 1":
@@ -73,6 +75,9 @@ EXCLUDED = {
         "change models' calibration",
     ".venv/bin/python bench/series.py refresh --regime growing --runs 3 --jobs 2 --policies impact none":
         "two refresh policies, three runs of twelve cycles on a series built from Debian packages: half an hour on 2 "
+        "cores; tests/test_simulator.py simulates two-version series with refresh policies",
+    ".venv/bin/python bench/series.py --spec bench/snapshots/py-libs-over-time.json refresh --regime covered --runs 2":
+        "every refresh policy, two runs of sixteen cycles on a second series built from Debian packages: hours on 2 "
         "cores; tests/test_simulator.py simulates two-version series with refresh policies",
     ".venv/bin/python bench/policies.py --runs 3 --jobs 2":
         "every policy, three runs, on two snapshots: most of an hour; tests/test_bench_policies.py checks its "

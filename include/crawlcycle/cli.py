@@ -221,6 +221,17 @@ def cmd_fault_run(args: argparse.Namespace) -> int:
     return 1 if fault_run.failed(result) else 0
 
 
+def cmd_soak(args: argparse.Namespace) -> int:
+    from crawlcycle.devtools import soak_run
+
+    settings = _settings(args, fetches=True)
+    out = Path(args.out) if args.out else Path(settings.data_dir) / "soak"
+    result = soak_run.soak(settings, out, args.cycles, args.kills, args.seed, progress=lambda m: print(m, flush=True))
+    print("\n".join(soak_run.report_lines(result)))
+    print(f"details: {out / 'result.json'}, where each task kill landed: {out / 'airflow' / 'kills.jsonl'}")
+    return 1 if soak_run.failed(result) else 0
+
+
 def cmd_settings(args: argparse.Namespace) -> int:
     config = _config(args)
     settings = _settings(args)
@@ -401,6 +412,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "`crawlcycle cycle --date` does")
     p.add_argument("--queries", help="query-log file (.tsv or .parquet) for every cycle; needed with --snapshot")
     p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/fault-run)")
+    p = add("soak", cmd_soak, "daily cycles scheduled by Airflow's scheduler (catching up from N days back) on the "
+            "changing demo web while SIGKILLs hit its scheduler, API server, DAG processor, task processes and the "
+            "writer mid-transaction; compare every table with a clean crawl; exit 1 on any difference")
+    p.add_argument("--cycles", type=int, default=14, help="daily cycles, the last one yesterday's (default 14)")
+    p.add_argument("--kills", type=int, default=30, help="kills spread over the five targets (default 30)")
+    p.add_argument("--seed", type=int, default=1, help="seed of the kill schedule: the same seed, the same kills")
+    p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/soak)")
     add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on the crawl of a settings "
         "file (its Airflow home .airflow beside the file)", ())
     return parser

@@ -36,19 +36,19 @@ def demo_dir(settings: Settings) -> Path:
     return Path(settings.data_dir) / "demo-web"
 
 
-def demo_days(settings: Settings, regenerate: bool = False) -> list[tuple[date, Path]]:
-    """The WARC of each day to serve: the ``snapshot`` setting (every day), else the generated demo web (written
-    when a day's WARC is missing)."""
+def demo_days(settings: Settings, regenerate: bool = False, days: int = DAYS) -> list[tuple[date, Path]]:
+    """The WARC of each day to serve: the ``snapshot`` setting (every day), else the generated demo web of ``days``
+    days from start_date (written when a day's WARC is missing)."""
     first = date.fromisoformat(settings.start_date)
     if settings.snapshot:
         return [(first, check_warc(Path(settings.snapshot), "setting snapshot"))]
     out = demo_dir(settings)
-    days = [(first + timedelta(days=k), day_warc(out, first + timedelta(days=k), settings.start_date))
-            for k in range(DAYS)]
-    if regenerate or not all(path.is_file() for _, path in days):
+    warcs = [(first + timedelta(days=k), day_warc(out, first + timedelta(days=k), settings.start_date))
+             for k in range(days)]
+    if regenerate or not all(path.is_file() for _, path in warcs):
         return list(generate(out, hosts=settings.demo_hosts, pages=settings.demo_pages, seed=settings.demo_seed,
-                             start_date=settings.start_date).days)
-    return days
+                             days=days, start_date=settings.start_date).days)
+    return warcs
 
 
 def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:
@@ -56,9 +56,9 @@ def ensure_demo_web(settings: Settings, regenerate: bool = False) -> Path:
     return demo_days(settings, regenerate)[0][1]
 
 
-def demo_series(settings: Settings) -> Series:
+def demo_series(settings: Settings, days: int = DAYS) -> Series:
     """The demo web as a series of dated versions: each day's web from its date on (times are date ordinals)."""
-    return Series([([path], day.toordinal()) for day, path in demo_days(settings)], switch="at-start")
+    return Series([([path], day.toordinal()) for day, path in demo_days(settings, days=days)], switch="at-start")
 
 
 def today() -> int:
@@ -115,10 +115,11 @@ def _port(settings: Settings) -> Iterator[None]:
                             "(a demo web already serving?); stop it or choose another port") from None
 
 
-def start_web(settings: Settings, clock: Callable[[], int] = today) -> ServerHandle:
-    """Serve the demo web on loopback, the day ``clock`` says (a date's ordinal)."""
+def start_web(settings: Settings, clock: Callable[[], int] = today, days: int = DAYS) -> ServerHandle:
+    """Serve the demo web of ``days`` days on loopback, the day ``clock`` says (a date's ordinal)."""
     with _port(settings):
-        return serve(demo_series(settings), port=settings.demo_port, behaviour=_behaviour(settings), clock=clock)
+        return serve(demo_series(settings, days), port=settings.demo_port, behaviour=_behaviour(settings),
+                     clock=clock)
 
 
 def serve_forever(settings: Settings, host: str = "127.0.0.1") -> None:

@@ -84,13 +84,32 @@ def _event(fn: object) -> str | None:
     return None
 
 
+_PRODUCT = Path(__file__).resolve().parents[1]  # the crawlcycle package
+# What runs the stages rather than being them: the harness, the Airflow glue (a task process forked by the executor
+# holds its frames below the task's) and the command line.
+_RUNNERS = tuple(str(_PRODUCT / part) for part in ("devtools", "airflow", "cli.py"))
+
+
+def _in_product(frame: Any) -> bool:
+    """Whether the stages' own code (the package, what runs it aside) is on the stack of ``frame``."""
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith(str(_PRODUCT)) and not name.startswith(_RUNNERS):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class KillSwitch:
     """A profile hook counting events by kind (the part of ``_event``'s name before the dot); at ``at`` (kind, n),
     the n-th event of that kind, it SIGKILLs its process, ``lag`` seconds into the event (0: right before it).
-    Which code the kill met goes to ``log`` first."""
+    Which code the kill met goes to ``log`` first. ``product_only``: only events the product's code makes count (in
+    a process that runs other code too, an Airflow task's: its log writes and its talk with the supervisor)."""
 
-    def __init__(self, at: tuple[str, int] | None, lag: float, log: Path, label: dict) -> None:
+    def __init__(self, at: tuple[str, int] | None, lag: float, log: Path, label: dict,
+                 product_only: bool = False) -> None:
         self.at, self.lag, self.log, self.label = tuple(at) if at else None, lag, log, label
+        self.product_only = product_only
         self.counts: Counter = Counter()
         self.open_transaction = False
         self.lock = threading.Lock()
@@ -110,6 +129,8 @@ class KillSwitch:
             self.open_transaction = word == "BEGIN"
 
     def event(self, kind: str, frame: Any) -> None:
+        if self.product_only and not _in_product(frame):
+            return
         family = kind.split(".")[0]
         with self.lock:
             self.counts[family] += 1
@@ -138,6 +159,12 @@ class CountedConnection:
     def __init__(self, con: Any, switch: KillSwitch) -> None:
         self._con, self._switch = con, switch
 
+    def __enter__(self) -> CountedConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._con.close()
+
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._con, name)
         if not callable(attr):
@@ -150,10 +177,46 @@ class CountedConnection:
         return call
 
 
-def worker() -> int:
-    """Import what the tasks need, then run the one task read from stdin (a JSON line)."""
+def arm(switch: KillSwitch) -> Callable[[], None]:
+    """Count this process's events with ``switch`` from now on (its DuckDB calls through the connections it opens
+    from now); the function that stops counting."""
     import duckdb
 
+    connect = duckdb.connect
+    duckdb.connect = lambda *a, **k: CountedConnection(connect(*a, **k), switch)  # what crawlcycle.db calls
+    threading.setprofile(switch)
+    sys.setprofile(switch)
+
+    def disarm() -> None:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+        duckdb.connect = connect
+
+    return disarm
+
+
+def run_counted(spec: dict, product_only: bool = False) -> tuple[int, dict]:
+    """Run the task ``spec`` names in this process, counting its events (``product_only``: those of the product's
+    code, see KillSwitch) and killing this process at the kill point the spec gives (if any); (exit status, the
+    task's result or error, and its event count)."""
+    settings = load_settings(spec["config"], environ={})
+    switch = KillSwitch(spec.get("kill_at"), spec.get("lag", 0.0), Path(spec["kill_log"]), spec["label"],
+                        product_only)
+    disarm = arm(switch)
+    try:
+        inputs = {**spec["inputs"], "start": date.fromisoformat(spec["inputs"]["start"])}
+        out = {"result": TASKS[spec["task"]].run(settings, inputs)}
+        code = 0
+    except Exception as e:  # the task failed: the driver says why, in one line
+        out, code = {"error": f"{type(e).__name__}: {next(iter(str(e).splitlines()), '')}"}, 1
+    finally:
+        disarm()
+    # what a worker's result file holds, read back: JSON
+    return code, json.loads(json.dumps({**out, "events": switch.counts}, default=str))
+
+
+def worker() -> int:
+    """Import what the tasks need, then run the one task read from stdin (a JSON line)."""
     from crawlcycle.fetch import fetcher  # noqa: F401 - imported before the task is given, as warm-up
     from crawlcycle.parse import warc_records  # noqa: F401
     from crawlcycle.quality import gates
@@ -163,22 +226,20 @@ def worker() -> int:
     if not line:
         return 0
     spec = json.loads(line)
-    settings = load_settings(spec["config"], environ={})
-    switch = KillSwitch(spec.get("kill_at"), spec.get("lag", 0.0), Path(spec["kill_log"]), spec["label"])
-    connect = duckdb.connect
-    duckdb.connect = lambda *a, **k: CountedConnection(connect(*a, **k), switch)  # what crawlcycle.db calls
-    threading.setprofile(switch)
-    sys.setprofile(switch)
-    try:
-        inputs = {**spec["inputs"], "start": date.fromisoformat(spec["inputs"]["start"])}
-        out = {"result": TASKS[spec["task"]].run(settings, inputs)}
-        code = 0
-    except Exception as e:  # the task failed: the driver says why, in one line
-        out, code = {"error": f"{type(e).__name__}: {next(iter(str(e).splitlines()), '')}"}, 1
-    sys.setprofile(None)
-    threading.setprofile(None)  # type: ignore[arg-type]
-    Path(spec["result"]).write_text(json.dumps({**out, "events": switch.counts}, default=str))
+    code, out = run_counted(spec)
+    Path(spec["result"]).write_text(json.dumps(out))
     return code
+
+
+class InProcess:
+    """Runs each task in this process (no kill point): a straight crawl that counts its tasks' events without
+    paying a process and its imports per task. Only the product's events count: this process serves the web too."""
+
+    def run(self, spec: dict) -> tuple[int, dict]:
+        return run_counted(spec, product_only=True)
+
+    def close(self) -> None:
+        pass
 
 
 # --- the driver ------------------------------------------------------------------------------------------------
@@ -232,7 +293,7 @@ class Crawl:
         return self.folder / "settings.toml"
 
 
-def _crawl(crawl: Crawl, days: list[date], workers: Workers, plan: dict[str, list] | None,
+def crawl_days(crawl: Crawl, days: list[date], workers: Workers | InProcess, plan: dict[str, list] | None,
            retry_cycle: bool, progress: Callable[[str], None]) -> list[Task]:
     """Run ``days`` as cycles; with ``plan`` (task key -> kill points), kill where it says and retry."""
     from crawlcycle.pipeline.stages import init
@@ -280,8 +341,9 @@ def _crawl(crawl: Crawl, days: list[date], workers: Workers, plan: dict[str, lis
             except _CycleAgain:
                 continue
         tasks += cycle_tasks
-        progress(f"{crawl.folder.name}: cycle {c}/{len(days)} done ({crawl.tally.kills} kills survived so far)")
-    for row in _read_jsonl(kill_log):
+        survived = f" ({crawl.tally.kills} kills survived so far)" if plan else ""
+        progress(f"{crawl.folder.name}: cycle {c}/{len(days)} done{survived}")
+    for row in read_jsonl(kill_log):
         crawl.tally.in_transaction += row["in_transaction"]
         crawl.tally.by_event[row["kind"].split(".")[0]] += 1
     return tasks
@@ -291,7 +353,7 @@ class _CycleAgain(Exception):
     """A kill under ``retry="cycle"``: the cycle starts over from begin."""
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
 
 
@@ -307,8 +369,15 @@ def kill_plan(tasks: list[Task], kills: int, rng: random.Random) -> dict[str, li
     return plan
 
 
-def compare(straight: Settings, killed: Settings) -> dict[str, Any]:
-    """Tables whose rows differ between the two crawls (with row counts), and frontier URLs lost or doubled."""
+# The columns of a cycle that name the Airflow run it was (a crawl outside Airflow has none): compare leaves them out
+# when one crawl ran under Airflow.
+AIRFLOW_RUN = {"cycles": ("run_id", "interval_end")}
+
+
+def compare(straight: Settings, killed: Settings,
+            ignore: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """Tables whose rows differ between the two crawls (with row counts; columns ``ignore`` names left out), and
+    frontier URLs lost or doubled."""
     from crawlcycle.db import connect
     from crawlcycle.devtools.table_digest import table_rows
 
@@ -316,7 +385,7 @@ def compare(straight: Settings, killed: Settings) -> dict[str, Any]:
         # files a row names (gate reports, saved models) lie in the crawl's own folder
         folder = str(Path(settings.db_path).parent)
         return {t: [tuple(v.replace(folder, "<crawl>") if isinstance(v, str) else v for v in row) for row in rows]
-                for t, rows in table_rows(settings).items()}
+                for t, rows in table_rows(settings, ignore).items()}
 
     a, b = rows(straight), rows(killed)
     differ = {t: (len(a.get(t, [])), len(b.get(t, []))) for t in sorted(a.keys() | b.keys()) if a.get(t) != b.get(t)}
@@ -369,11 +438,11 @@ def fault_run(settings: Settings, out: Path, cycles: int, kills: int, seed: int,
     workers = Workers(out)
     t0 = time.monotonic()
     try:
-        tasks = _crawl(straight, days, workers, None, False, progress)
+        tasks = crawl_days(straight, days, workers, None, False, progress)
         plan = kill_plan(tasks, kills, random.Random(seed))
         progress(f"straight run: {len(tasks)} tasks, {sum(sum(t.events.values()) for t in tasks)} events, "
                  f"{time.monotonic() - t0:.0f} s; killing {kills} times")
-        _crawl(killed, days, workers, plan, retry == "cycle", progress)
+        crawl_days(killed, days, workers, plan, retry == "cycle", progress)
     finally:
         workers.close()
     result = {"cycles": cycles, "seed": seed, "retry": retry, "kills": killed.tally.kills,

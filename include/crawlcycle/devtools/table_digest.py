@@ -8,9 +8,9 @@ import hashlib
 from crawlcycle.db import connect
 from crawlcycle.settings import Settings
 
-# Wall-clock times and timings differ between two runs by nature, and so do the settings a cycle recorded between two
-# crawls (each names its own files and folders); every other column must not.
-VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds", "settings"),
+# Wall-clock times, timings and memory differ between two runs by nature, and so do the settings a cycle recorded
+# between two crawls (each names its own files and folders); every other column must not.
+VOLATILE = {"cycles": ("started_at", "finished_at", "stage_seconds", "stage_memory_mib", "settings"),
             "fetch_log": ("started_at", "finished_at", "elapsed_ms"),
             "fetch_requests": ("started_at", "finished_at"),
             "hosts": ("delay", "last_response_ms", "backoff_until", "last_request_at"),
@@ -26,9 +26,10 @@ KEPT = {"fetch_requests": "finished_at IS NOT NULL AND attempt = (SELECT max(att
                           "WHERE l.cycle = t.cycle AND l.host = t.host AND l.finished_at IS NOT NULL)"}
 
 
-def table_rows(settings: Settings) -> dict[str, list[tuple]]:
-    """The rows of every table in the database's catalog, sorted, wall-clock columns left out (and of a table in
-    ``KEPT``, only the rows it says)."""
+def table_rows(settings: Settings, ignore: dict[str, tuple[str, ...]] | None = None) -> dict[str, list[tuple]]:
+    """The rows of every table in the database's catalog, sorted, wall-clock columns left out, and those ``ignore``
+    names (and of a table in ``KEPT``, only the rows it says)."""
+    volatile = {t: VOLATILE.get(t, ()) + (ignore or {}).get(t, ()) for t in VOLATILE.keys() | (ignore or {}).keys()}
     with connect(settings, read_only=True) as con:
         tables = [t for t, in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary "
                                           "ORDER BY table_name").fetchall()]
@@ -37,8 +38,8 @@ def table_rows(settings: Settings) -> dict[str, list[tuple]]:
             raise AssertionError(f"tables named in VOLATILE are gone: {sorted(missing)}")
         out = {}
         for t in tables:
-            columns = f"* EXCLUDE ({', '.join(VOLATILE[t] + (('attempt',) if t in KEPT else ()))})" \
-                if t in VOLATILE else "*"
+            columns = f"* EXCLUDE ({', '.join(volatile[t] + (('attempt',) if t in KEPT else ()))})" \
+                if t in volatile else "*"
             out[t] = con.execute(f"SELECT {columns} FROM {t} t WHERE {KEPT.get(t, 'true')} ORDER BY ALL").fetchall()
         return out
 

@@ -33,9 +33,9 @@ from crawlcycle.models import improvability, mix, prestige, refit, score_model
 from crawlcycle.ordering import registry
 from crawlcycle.ordering.needy_queries import select_needy as select_needy_queries
 from crawlcycle.pipeline import materialize as materialize_mod
-from crawlcycle.pipeline import shard_storage, update
+from crawlcycle.pipeline import shard_storage, stage_memory, update
 from crawlcycle.pipeline.crawl_snapshot import export_snapshot
-from crawlcycle.pipeline.disk_full import reports_disk_full
+from crawlcycle.pipeline.resource_limits import reports_exhaustion
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, Task
 from crawlcycle.quality import gates
 from crawlcycle.ranking import evidence_index, ngram_index, ranker
@@ -94,12 +94,15 @@ def shard_of(host: str, shards: int) -> int:
 
 @contextmanager
 def timed(con: duckdb.DuckDBPyConnection, cycle: int, stage: str) -> Iterator[None]:
-    """Record the stage's wall time in cycles.stage_seconds."""
-    t0 = time.perf_counter()
+    """Record the stage's wall time in cycles.stage_seconds and the memory it took in cycles.stage_memory_mib."""
+    t0, memory = time.perf_counter(), stage_memory.start()
     try:
         yield
-    finally:  # a failed stage's time counts too
+    finally:  # a failed stage's time and memory count too
         record_seconds(con, cycle, {stage: round(time.perf_counter() - t0, 3)})
+        if (mib := stage_memory.added_mib(memory)) is not None:
+            con.execute("UPDATE cycles SET stage_memory_mib = json_merge_patch(coalesce(stage_memory_mib, '{}'), ?) "
+                        "WHERE cycle = ?", [json.dumps({stage: mib}), cycle])
 
 
 def record_seconds(con: duckdb.DuckDBPyConnection, cycle: int, seconds: dict[str, float]) -> None:
@@ -170,7 +173,7 @@ def admit_seeds(con: duckdb.DuckDBPyConnection, settings: Settings, rows: list[d
     return scalar(con, "SELECT count(*) FROM frontier") - before, out_of_scope
 
 
-@reports_disk_full
+@reports_exhaustion
 def begin(settings: Settings, interval_start: date, interval_end: date | None = None, run_id: str = "manual") -> int:
     """Open the cycle of this data interval, recording the settings it runs with, and ingest its query-log partition
     (or, when it is missing, what the setting missing_query_log says); return the cycle number.
@@ -199,7 +202,7 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
     return cycle
 
 
-@reports_disk_full
+@reports_exhaustion
 def plan_shards(settings: Settings, cycle: int) -> list[str]:
     """Write the shard inputs of batch ``cycle``; return the shard folders (one per host group)."""
     with connect(settings) as con, timed(con, cycle, "plan_shards"):
@@ -263,7 +266,7 @@ def _timed_file(shard_dir: Path, stage: str, fn: Callable[[], Any]) -> None:
         tmp.write_text(json.dumps(data))
 
 
-@reports_disk_full
+@reports_exhaustion
 def fetch(settings: Settings, shard_dir: str) -> str:
     """Fetch one shard's URLs politely (a refresh conditionally, against its stored copy); writes WARC and Parquet
     logs into the shard folder."""
@@ -285,7 +288,7 @@ def fetch(settings: Settings, shard_dir: str) -> str:
     return shard_dir
 
 
-@reports_disk_full
+@reports_exhaustion
 def parse(settings: Settings, shard_dir: str) -> str:
     """Extract text, metadata and links of one shard's responses into Parquet."""
     from crawlcycle.parse.warc_records import parse_warcs
@@ -296,7 +299,7 @@ def parse(settings: Settings, shard_dir: str) -> str:
     return shard_dir
 
 
-@reports_disk_full
+@reports_exhaustion
 def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict:
     with shard_storage.local_shards(shard_dirs) as dirs, connect(settings) as con, timed(con, cycle, "update"):
         counts = update.merge_shards(con, settings, cycle, dirs)
@@ -308,7 +311,7 @@ def update_tables(settings: Settings, cycle: int, shard_dirs: list[str]) -> dict
     return counts
 
 
-@reports_disk_full
+@reports_exhaustion
 def refit_models(settings: Settings, cycle: int) -> dict:
     """Link measures, the n-gram and evidence indexes; the reference ranker's index and top-K (its prior reads the new
     PageRank); how much this cycle's pages improved each query and the improvability curve fitted to that
@@ -342,26 +345,26 @@ def refit_models(settings: Settings, cycle: int) -> dict:
                 "prestige_r2": prestige_fit.get("r2"), "seconds": seconds}
 
 
-@reports_disk_full
+@reports_exhaustion
 def select_needy(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "select_needy"), transaction(con):
         partition = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
         return select_needy_queries(con, settings, cycle, partition).height
 
 
-@reports_disk_full
+@reports_exhaustion
 def score(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "score"), transaction(con):
         return registry.score_frontier(con, settings, cycle)
 
 
-@reports_disk_full
+@reports_exhaustion
 def materialize(settings: Settings, cycle: int) -> int:
     with connect(settings) as con, timed(con, cycle, "materialize"), transaction(con):
         return materialize_mod.materialize(con, settings, cycle).height
 
 
-@reports_disk_full
+@reports_exhaustion
 def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | None = None) -> gates.GateReport:
     """Run the quality gate after ``stage``; raises GateFailed with a readable report on failure. Records the
     validation's seconds as ``gate_<stage>`` and the GX import's (0 once this process has it) apart."""
@@ -376,7 +379,7 @@ def gate(settings: Settings, stage: str, cycle: int, shard_dirs: list[str] | Non
             return gates.run_gate(con, settings, stage, cycle, dirs)
 
 
-@reports_disk_full
+@reports_exhaustion
 def close(settings: Settings, cycle: int) -> dict:
     with connect(settings) as con:
         with timed(con, cycle, "close"), transaction(con):

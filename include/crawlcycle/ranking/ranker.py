@@ -21,7 +21,7 @@ engine with :func:`load_results` (source ``loaded``): :func:`rank_queries` leave
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -120,8 +120,13 @@ def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[s
             run_sql(con, "ranking/ranker/weights", fields=list(RANK_FIELDS), weights=[weights[f] for f in RANK_FIELDS],
                     bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight)
             yield
-    finally:
-        con.execute("DROP TABLE IF EXISTS r_weights")
+    except BaseException:
+        # a failed statement aborts the open transaction, which then refuses the DROP: the first error is the one to
+        # report (out of memory, a full disk), and the temp table goes with the rollback or the connection
+        with suppress(duckdb.Error):
+            con.execute("DROP TABLE IF EXISTS r_weights")
+        raise
+    con.execute("DROP TABLE IF EXISTS r_weights")
 
 
 def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,

@@ -35,6 +35,7 @@ from crawlcycle.settings.values import (
     field_numbers,
     field_numbers_check,
     items,
+    memory_check,
     networks_check,
     policy_check,
     problem,
@@ -102,7 +103,9 @@ class Settings:
     parse_cache: str = storage("", "SQLite file of parse results keyed by the response and the parse settings and "
                                "code, so identical bytes are parsed once (the simulator sets it; empty = off)",
                                live=_MACHINE)
-    duckdb_memory_limit: str = storage("2GB", "DuckDB memory_limit for every connection", live=_MACHINE)
+    duckdb_memory_limit: str = storage("2GB", "DuckDB memory_limit for every connection: beyond it a statement spills "
+                                       "to <data_dir>/duckdb-tmp or its task stops, in one line naming this setting",
+                                       check=memory_check, live=_MACHINE)
     duckdb_threads: int = storage(2, "DuckDB threads for every connection", low=1, live=_MACHINE)
     # How Airflow runs the cycles.
     schedule: str = orchestration("@daily", "Airflow schedule of crawl_cycle: a preset or a cron expression whose runs "

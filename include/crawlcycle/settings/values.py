@@ -40,6 +40,17 @@ def schedule_check(value: str) -> str | None:
             f"firing at most once a day (a fixed minute and hour, e.g. '0 3 * * *'), got {value!r}")
 
 
+# DuckDB's memory sizes: a number with a unit of 1000^i (KB, MB, GB, TB; the B may go) or 1024^i (KiB, MiB, GiB,
+# TiB) bytes, or a share of the machine's memory.
+_MEMORY = re.compile(r"\s*\d+(\.\d+)?\s*([kmgt](b|ib)?|%)\s*", re.IGNORECASE)
+
+
+def memory_check(value: str) -> str | None:
+    if _MEMORY.fullmatch(value):
+        return None
+    return f"expected a memory size such as 512MB, 2GB or 2GiB, or a share of the machine's memory (80%), got {value!r}"
+
+
 def networks_check(value: str) -> str | None:
     for cidr in items(value):
         try:

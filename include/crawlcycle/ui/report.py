@@ -82,13 +82,15 @@ def gate_cost(stage_seconds: dict[str, float], cycle_seconds: float | None) -> s
 def cycle_summary(settings: Settings) -> pl.DataFrame:
     with connect(settings, read_only=True) as con:
         summary = con.sql("SELECT * FROM v_cycle_summary").pl()
-        stages = con.sql("SELECT cycle, run_id, stage_seconds FROM cycles ORDER BY cycle").pl()
+        stages = con.sql("SELECT cycle, run_id, stage_seconds, stage_memory_mib FROM cycles ORDER BY cycle").pl()
     parsed = [json.loads(s or "{}") for s in stages["stage_seconds"]]
     timing = [", ".join(f"{k} {v:.1f}s" for k, v in p.items() if not k.startswith("gate_")) for p in parsed]
+    memory = [", ".join(f"{k} {v:.0f} MiB" for k, v in json.loads(m).items()) if m else "not measured here"
+              for m in stages["stage_memory_mib"]]
     gates = [gate_cost(p, seconds) for p, seconds in zip(parsed, summary["seconds"], strict=True)]
     return summary.select(COLUMNS + WASTE + ENGAGEMENT + FRESHNESS).with_columns(
-        stage_seconds=pl.Series(timing, dtype=pl.String), gates=pl.Series(gates, dtype=pl.String),
-        run_id=stages["run_id"], stage_json=stages["stage_seconds"])
+        stage_seconds=pl.Series(timing, dtype=pl.String), stage_memory=pl.Series(memory, dtype=pl.String),
+        gates=pl.Series(gates, dtype=pl.String), run_id=stages["run_id"], stage_json=stages["stage_seconds"])
 
 
 NOT_AIRFLOW = "no Airflow task instances (run outside Airflow, e.g. by `crawlcycle cycle`)"
@@ -135,11 +137,13 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
     needy, batch, held = steering(settings)
     runs, no_airflow = airflow_runs(df, airflow_metadata)
     with _whole_frames(80):
-        print(df.drop("stage_seconds", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT, *FRESHNESS))
+        print(df.drop("stage_seconds", "stage_memory", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT,
+                      *FRESHNESS))
         if no_airflow:
             print(no_airflow)
         for row in df.iter_rows(named=True):
             print(f"cycle {row['cycle']} stage times: {row['stage_seconds']}")
+            print(f"cycle {row['cycle']} memory each stage took at its peak: {row['stage_memory']}")
             print(f"cycle {row['cycle']} quality gates: {row['gates']}")
             if not no_airflow:
                 run = runs.get(row["cycle"])
