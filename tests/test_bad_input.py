@@ -13,7 +13,7 @@ import pytest
 from crawlcycle.db import connect, migrate
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import load_settings, write_toml
-from tests.support.cli import run_cli
+from tests.support.cli import EXE, run_cli
 from tests.support.demo import USER_AGENT
 from tests.support.net import free_port
 
@@ -143,6 +143,53 @@ def test_a_bad_query_log_row_stops_the_cycle_with_one_line(settings: Settings, t
     _one_line(res, f"query log {bad}: 1 bad rows of 2; first, row 3 (bad frequency)")
     with connect(settings, read_only=True) as con:
         assert con.execute("SELECT count(*) FROM fetch_log").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM query_log").fetchall() == [(0,)]
+    # the cycle shows as failed, with the reason, in the report; the next one waits and says how to finish this one
+    report = run_cli("report", "--wide", config=cfg).stdout
+    assert "failed: query log" in report and "row 3 (bad frequency)" in report, report
+    _one_line(run_cli("cycle", "--date", "2026-11-02", "--query-log-dir", str(tmp_path / "log"), config=cfg),
+              "cycle 1 (interval 2026-11-01) has not finished; run it again with `crawlcycle cycle --date 2026-11-01`")
+    bad.write_text("query\tfrequency\npython lists\t3\n")  # fixed: the same day runs again and is done
+    assert run_cli("cycle", "--date", "2026-11-01", "--query-log-dir", str(tmp_path / "log"),
+                   config=cfg).returncode == 0
+    assert "failed: query log" not in run_cli("report", "--wide", config=cfg).stdout
+
+
+def test_a_query_log_folder_that_does_not_exist_is_a_settings_error(settings: Settings, tmp_path: Path) -> None:
+    write_toml(settings, tmp_path / "s.toml")
+    cfg = tmp_path / "s.toml"
+    assert run_cli("init", config=cfg).returncode == 0
+    typo = tmp_path / "query_logs"
+    _one_line(run_cli("cycle", "--date", "2026-11-01", "--query-log-dir", str(typo), config=cfg),
+              f"setting query_log_dir: {typo}: no such folder (from flag --query-log-dir)")
+    with connect(settings, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize(("args", "environ", "words"), [
+    (("--batch-size", "-1"), {}, "setting batch_size: must be at least 1, got -1 (from flag --batch-size)"),
+    ((), {"CRAWLCYCLE_MIN_DELAY": "soon"},
+     "setting min_delay: expected float, got 'soon' (from environment CRAWLCYCLE_MIN_DELAY)"),
+    ((), {"CRAWLCYCLE_MAX_DELAY": "0.001"}, "setting max_delay: must be >= min_delay"),
+])
+def test_a_bad_value_from_the_environment_or_a_flag_names_where_it_came_from(
+        tmp_path: Path, args: tuple[str, ...], environ: dict[str, str], words: str) -> None:
+    cfg, _ = _config(tmp_path)
+    res = subprocess.run([EXE, "settings", *args, "--config", str(cfg)], capture_output=True, text=True, timeout=120,
+                         env={"PATH": "/usr/bin:/bin", **environ})
+    line = _one_line(res, words)
+    assert "(from " in line
+
+
+def test_sql_cuts_long_texts_unless_wide(tmp_path: Path) -> None:
+    (tmp_path / "seeds.txt").write_text("http://a.demo.test/\n")
+    cfg, _ = _config(tmp_path, seeds_file=str(tmp_path / "seeds.txt"))
+    assert run_cli("init", config=cfg).returncode == 0
+    statement = "SELECT 'start ' || repeat('why ', 60) || 'end' AS why"
+    cut, wide = (run_cli("sql", statement, *flag, config=cfg).stdout for flag in ((), ("--wide",)))
+    assert "…" in cut and " end" not in cut, cut
+    (row,) = [line for line in wide.splitlines() if "start" in line]
+    assert "…" not in wide and row.rstrip(" │").endswith("why end"), wide
 
 
 def test_a_demo_port_another_program_holds(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def test_bad_arguments_fail_with_one_line(settings: Settings, tmp_path: Path) ->
     res = run_cli("fetch", "--urls", str(tmp_path / "missing.txt"), "--out", str(tmp_path), config=tmp_path / "s.toml")
     assert res.returncode == 2 and res.stderr.strip().count("\n") == 0 and "missing.txt" in res.stderr
     res = run_cli("cycle", "--min-delay", "fast", config=tmp_path / "s.toml")
-    assert (res.returncode, res.stderr.strip()) == (2, "crawlcycle: setting min_delay: expected float, got 'fast'")
+    assert (res.returncode, res.stderr.strip()) == (2, "crawlcycle: setting min_delay: expected float, got 'fast' "
+                                                       "(from flag --min-delay)")
     # a flag of a section the command does not use, and a missing argument: one line each
     res = run_cli("report", "--min-delay", "2", config=tmp_path / "s.toml")
     assert (res.returncode, res.stderr) == (2, "crawlcycle report: unrecognized arguments: --min-delay 2 (the "

@@ -45,9 +45,6 @@ def test_crawl_page_in_the_airflow_ui(demo_web: DemoWeb, demo_server: int, tmp_p
         errors = con.execute("SELECT count(*) FROM fetch_log WHERE cycle = 2 AND error_class IS NOT NULL").fetchall()
     stack = AirflowStack(tmp_path / "airflow", port=free_port(), config=tmp_path / "settings.toml",
                          log=lambda m: None)
-    # Ports of its own, so that it runs beside other Airflow instances.
-    stack.env["AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"] = str(free_port())
-    stack.env["AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT"] = str(free_port())
     stack.setup()
     OUTPUT.mkdir(exist_ok=True)
     with stack:

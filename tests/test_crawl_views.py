@@ -90,6 +90,10 @@ def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled
     batch = _q(crawled, "SELECT rank, url, priority, parts->'needy_queries', parts->'needy_odds' FROM batches "
                         "WHERE fetch_cycle = 3 ORDER BY rank")
     assert _cells(doc, "batch", "url") == [b[1] for b in batch]
+    # the cards' cycle chose the batch, which the next cycle fetches: the heading names both
+    as_of = doc.xpath('//*[@id="as-of"]/b')[0].text
+    heading = doc.xpath('//*[@id="batch-title"]')[0].text_content()
+    assert as_of == "2" and heading == "Next batch: chosen by cycle 2, fetched by cycle 3", heading
     assert [float(p) for p in _cells(doc, "batch", "priority")] == pytest.approx([b[2] for b in batch], rel=1e-3)
     # each needy query with the odds the URL enters its top K
     needy = [", ".join(f"{q} ({p:.2f})" for q, p in zip(json.loads(b[3] or "[]"), json.loads(b[4] or "[]"),

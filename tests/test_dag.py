@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -49,8 +51,7 @@ def test_dag_imports_cleanly_and_wires_every_stage(dagbag, settings: Settings) -
 
 
 def test_without_a_user_agent_the_dag_parses_and_begin_fails_in_one_line(
-        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
     from crawlcycle.pipeline.stages import init
@@ -61,31 +62,35 @@ def test_without_a_user_agent_the_dag_parses_and_begin_fails_in_one_line(
     dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
     assert dagbag.import_errors == {}
     init(anonymous)
-    run = dagbag.dags["crawl_cycle"].test(logical_date=datetime(2026, 11, 1, tzinfo=UTC))
+    run, lines = _run_logging_failures(dagbag.dags["crawl_cycle"], 1)
     assert run.state == "failed"
     failed = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert failed["begin"] == "failed" and failed["fetch"] == "upstream_failed", failed
-    lines = [r.getMessage() for r in caplog.records if "setting user_agent" in r.getMessage()]
+    lines = [line for line in lines if "setting user_agent" in line]
     assert any(line.startswith("crawl_cycle.begin") and "\n" not in line for line in lines), lines
     with connect(anonymous, read_only=True) as con:  # refused before the cycle was opened
         assert con.execute("SELECT count(*) FROM cycles").fetchall() == [(0,)]
 
 
 def test_an_unreadable_settings_file_parses_schedules_nothing_and_says_why(
-        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        settings: Settings, airflow_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from airflow.dag_processing.dagbag import DagBag
 
     broken = tmp_path / "settings.toml"
     broken.write_text("[ordering\nbatch_size = 10\n")
     monkeypatch.setenv("CRAWLCYCLE_CONFIG", str(broken))
+    with _crawlcycle_errors() as records:
+        dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
+    # the UI's banner of import errors says why, from the file that holds no DAG
+    (where, error), = dagbag.import_errors.items()
+    assert where.endswith("settings_check.py"), where
+    assert f"SettingsError: setting config: {broken} is not valid TOML" in error, error
+    assert error.rstrip().endswith("crawl_cycle schedules no run until it is mended"), error
     # each task parses the DAG file again: a cycle begun before the file broke must find its tasks
-    dagbag = DagBag(dag_folder=str(DAGS), known_pools={DUCKDB_POOL, "default_pool"})
-    assert dagbag.import_errors == {}
     cycle, export = dagbag.dags["crawl_cycle"], dagbag.dags["export_pages"]
     assert not cycle.timetable.can_be_scheduled and not export.timetable.can_be_scheduled
     assert cycle.doc_md.startswith(f"**Not scheduled**: setting config: {broken} is not valid TOML")
-    lines = [r.getMessage() for r in caplog.records if str(broken) in r.getMessage()]
+    lines = [r.getMessage() for r in records if str(broken) in r.getMessage()]
     assert lines and all("\n" not in line and "no run is scheduled until it is mended" in line for line in lines)
 
 
@@ -159,16 +164,24 @@ def test_operational_defaults_come_from_settings(settings: Settings, airflow_db:
     assert (parse.retries, parse.retry_exponential_backoff) == (2, 0)
 
 
-def _run_logging_failures(dag, day: int) -> tuple[object, list[str]]:
-    """dag.test one interval; the ERROR lines the crawlcycle loggers wrote meanwhile."""
+@contextmanager
+def _crawlcycle_errors() -> Iterator[list[logging.LogRecord]]:
+    """The ERROR records the crawlcycle loggers write meanwhile, read from those loggers themselves: Airflow's
+    logging set-up replaces the root logger's handlers (pytest's caplog among them)."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler(level=logging.ERROR)
     handler.emit = records.append
     logging.getLogger("crawlcycle").addHandler(handler)
     try:
-        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
+        yield records
     finally:
         logging.getLogger("crawlcycle").removeHandler(handler)
+
+
+def _run_logging_failures(dag, day: int) -> tuple[object, list[str]]:
+    """dag.test one interval; the ERROR lines the crawlcycle loggers wrote meanwhile."""
+    with _crawlcycle_errors() as records:
+        run = dag.test(logical_date=datetime(2026, 11, day, tzinfo=UTC))
     return run, [r.getMessage() for r in records]
 
 

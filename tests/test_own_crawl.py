@@ -38,6 +38,16 @@ def _settings_file() -> str:
     return toml
 
 
+def test_the_howto_s_staging_settings_are_the_ones_its_test_routes_with() -> None:
+    """The staging section's variables: valid settings, and the two this page's crawl of loopback sites is given."""
+    (block,) = [body for info, body in _FENCE.findall(HOWTO.read_text()) if info == "text" and "CRAWLCYCLE_" in body]
+    environ = dict(line.split("=", 1) for line in block.split())
+    assert sorted(environ) == ["CRAWLCYCLE_ALLOW_NETWORKS", "CRAWLCYCLE_CONNECT_TO"]
+    settings = load_settings(environ=environ)
+    assert settings.connect_target("docs.example.org") == ("10.20.0.5", 8080)
+    assert settings.allow_networks_list() == ["10.20.0.0/16"]
+
+
 def _shell(command: str, cwd: Path, env: dict[str, str]) -> str:
     res = subprocess.run(["bash", "-ec", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, f"{command}\n{res.stdout[-2000:]}{res.stderr[-2000:]}"
@@ -64,10 +74,7 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
             "CRAWLCYCLE_ALLOWED_DOMAINS": "docs.test", "CRAWLCYCLE_CONNECT_TO": f"*.test=127.0.0.1:{site.port}",
             "CRAWLCYCLE_ALLOW_NETWORKS": "127.0.0.0/8", "CRAWLCYCLE_MIN_DELAY": "0.01", "CRAWLCYCLE_MAX_DELAY": "0.5",
             "CRAWLCYCLE_BATCH_SIZE": "40", "CRAWLCYCLE_SHARDS": "1", "CRAWLCYCLE_START_DATE": str(days[0]),
-            "CRAWLCYCLE_CATCHUP": "true", "CRAWLCYCLE_END_DATE": str(days[1]),  # no third run if a day ends meanwhile
-            # ports of its own, so that it runs beside other Airflow instances
-            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}
+            "CRAWLCYCLE_CATCHUP": "true", "CRAWLCYCLE_END_DATE": str(days[1])}  # no third run if a day ends meanwhile
         outputs: dict[str, str] = {}
         proc = None
         try:
@@ -89,6 +96,10 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
                 if any(" dags unpause " in c for c in block):
                     # the scheduler runs the two complete intervals from start_date by itself; the page's last
                     # section reads what they left
+                    # the environment of the Airflow that runs, on its port
+                    exports = _shell(".venv/bin/crawlcycle airflow-env --config ../my-crawl/crawlcycle.toml", project,
+                                     env)
+                    assert f"export AIRFLOW__API__PORT='{port}'" in exports, exports
                     stack = AirflowStack(crawl / ".airflow", port=port, log=lambda m: None)
                     runs = stack.wait_for_runs(2, timeout=900)
                     assert [r["run_type"] for r in runs] == ["scheduled", "scheduled"]
@@ -97,6 +108,9 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
                     page = requests.get(f"{stack.url}/crawl/", timeout=30,
                                         headers={"Authorization": f"Bearer {token.json()['access_token']}"})
                     assert page.ok and all(str(day) in page.text for day in days), page.text[:2000]
+            # the page's manual trigger: the next cycle, run now, crawls for today
+            (manual,) = [r for r in stack.wait_for_runs(3, timeout=600) if r["run_type"] == "manual"]
+            assert manual["run_after"].startswith(str(today)), manual  # no logical date: it runs for when it runs
             assert proc is not None
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=120) == 0
@@ -106,6 +120,8 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
     assert not port_open(port)
     (report,) = [out for command, out in outputs.items() if re.match(r"\.venv/bin/crawlcycle report\b", command)]
     assert all(re.search(rf"{day}.*done", report) for day in days), report
+    # the crawl's own Airflow home, beside its settings file, holds the runs' task instances
+    assert report.count("Airflow overhead: ") == 2 and "no Airflow metadata database" not in report, report
     (explain,) = [out for command, out in outputs.items() if "v_batch_explain" in command]
     assert "shape: (20," in explain and "docs.test" in explain, explain
     settings = load_settings(crawl / "crawlcycle.toml", environ=env)
@@ -115,7 +131,8 @@ def test_the_howto_crawls_a_site_on_a_schedule(dev_docs: Path, tmp_path: Path) -
         robots = con.execute("SELECT count(DISTINCT host) FROM robots").fetchall()[0][0]
         sources = con.execute("SELECT settings->'$.sources.catchup', settings->>'$.values.user_agent' FROM cycles "
                               "WHERE cycle = 1").fetchall()[0]
-    # each interval's cycle read its own partition, and fetched
-    assert [(c[0], c[1], c[2], c[3]) for c in cycles] == [(1, days[0], days[0], "done"), (2, days[1], days[1], "done")]
+    # each interval's cycle read its own partition, and fetched; the manual run's, today's, the latest there is
+    assert [(c[0], c[1], c[2], c[3]) for c in cycles] == [(1, days[0], days[0], "done"), (2, days[1], days[1], "done"),
+                                                          (3, today, days[1], "done")]
     assert all(c[4] > 0 for c in cycles) and robots >= 2
     assert sources[1] == "examplebot/1.0 (+https://example.org/crawler)" and "CRAWLCYCLE_CATCHUP" in sources[0]

@@ -53,6 +53,7 @@ def server() -> Iterator[FaultServer]:
 
 def crawl_settings(tmp_path: Path, server: FaultServer, seeds: list[str], **overrides: object) -> Settings:
     (tmp_path / "seeds.txt").write_text("".join(f"{u}\n" for u in seeds))
+    (tmp_path / "query_log").mkdir(exist_ok=True)  # no partition: these crawls run without queries
     values = {"user_agent": USER_AGENT, "connect_to": f"*.test=127.0.0.1:{server.port}",
               "allow_networks": "127.0.0.0/8", "min_delay": 0.0, "delay_factor": 0.0,
               "db_path": str(tmp_path / "crawl.duckdb"), "data_dir": str(tmp_path / "data"),
@@ -297,7 +298,7 @@ def test_a_scope_that_refuses_every_seed_stops_init_with_one_line(tmp_path: Path
 def test_a_bad_scope_setting_is_one_line_naming_it(key: str, value: object, why: str) -> None:
     with pytest.raises(SettingsError) as e:
         load_settings(overrides={key: value}, environ={})
-    assert str(e.value) == f"setting {key}: {why}"
+    assert str(e.value) == f"setting {key}: {why} (from flag --{key.replace('_', '-')})"
 
 
 def test_domains_cover_their_subdomains_and_nothing_else(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ EXCLUDED = {
         ".venv/bin/crawlcycle airflow --config ../my-crawl/crawlcycle.toml",
         'eval "$(.venv/bin/crawlcycle airflow-env --config ../my-crawl/crawlcycle.toml)"',
         ".venv/bin/airflow dags unpause crawl_cycle",
+        ".venv/bin/airflow dags trigger crawl_cycle",
         ".venv/bin/crawlcycle report --config ../my-crawl/crawlcycle.toml",
         '.venv/bin/crawlcycle sql --config ../my-crawl/crawlcycle.toml "SELECT rank, kind, url, why FROM '
         'v_batch_explain WHERE fetch_cycle = (SELECT max(fetch_cycle) FROM batches) ORDER BY rank LIMIT 20"')},

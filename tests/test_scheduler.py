@@ -1,7 +1,7 @@
-"""Two backfilled cycles under a real scheduler with LocalExecutor (``airflow standalone``): mapped fetch
-shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool), a second backfill of
-the last interval replays it without changing the tables, and `crawlcycle report` splits each run's wall time into
-the stages' own seconds and Airflow's overhead from this scheduler's metadata database."""
+"""Two backfilled cycles under a real scheduler with LocalExecutor (Airflow's components as `crawlcycle airflow` runs
+them): mapped fetch shards run in parallel while every task that opens the DuckDB file runs alone (one-slot pool), a
+second backfill of the last interval replays it without changing the tables, and `crawlcycle report` splits each
+run's wall time into the stages' own seconds and Airflow's overhead from this scheduler's metadata database."""
 
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def test_backfill_two_cycles_with_local_executor(settings: Settings, tmp_path: P
         # Reprocessing clears the interval's finished run and queues it again under the same run id.
         stack.backfill("2026-11-02", "2026-11-02", reprocess=True)
         replayed = stack.wait_for_runs(2, timeout=300)
-        started = psutil.Process(stack.components["standalone"].pid).children(recursive=True)
+        started = [q for p in stack.components.values() for q in [psutil.Process(p.pid),
+                                                                   *psutil.Process(p.pid).children(recursive=True)]]
     # Stopping leaves nothing behind (a stray scheduler would hold its ports against the next start).
     assert started and not [p for p in started if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert all(ti["state"] == "success" for ti in tis), [(t["task_id"], t["state"]) for t in tis]
@@ -195,7 +196,8 @@ def test_a_cycle_survives_the_whole_scheduler_killed_and_restarted(settings: Set
             time.sleep(0.3)
         else:
             raise AssertionError(f"refit never ran: {[(t['task_id'], t['state']) for t in tis]}")
-        stop_group(stack.components.pop("standalone"), signal.SIGKILL)
+        for name in list(stack.components):  # Airflow, every component and its children, all at once
+            stop_group(stack.components.pop(name), signal.SIGKILL, grace=0)
         stack.start()
         (run,) = stack.wait_for_runs(1, timeout=600)
         tis = stack.task_instances(run["dag_run_id"])

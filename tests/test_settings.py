@@ -124,7 +124,8 @@ def test_cli_flag_beats_environment(capsys: pytest.CaptureFixture, monkeypatch: 
     assert main(["settings", "--min-delay", "4"]) == 0
     assert "min_delay = 4.0" in capsys.readouterr().out
     assert main(["settings", "--min-delay", "x"]) == 2
-    assert capsys.readouterr().err.strip() == "crawlcycle: setting min_delay: expected float, got 'x'"
+    assert capsys.readouterr().err.strip() == ("crawlcycle: setting min_delay: expected float, got 'x' "
+                                               "(from flag --min-delay)")
 
 
 def _just_outside(f) -> object | None:

@@ -23,6 +23,7 @@ def docs_port(dev_docs: Path) -> int:
 def test_two_cycles_over_the_real_documentation_web(tmp_path: Path, docs_port: int) -> None:
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://django.docs.test/contents.html\nhttp://sphinx.docs.test/contents.html\n")
+    (tmp_path / "queries").mkdir()  # no partition: a crawl without queries
     settings = load_settings(environ={}, overrides={
         "user_agent": USER_AGENT, "connect_to": f"*.test=127.0.0.1:{docs_port}", "allow_networks": "127.0.0.0/8",
         "min_delay": 0.01, "max_delay": 0.5, "db_path": str(tmp_path / "crawl.duckdb"),

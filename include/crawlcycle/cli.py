@@ -17,6 +17,10 @@ from crawlcycle.settings import CONFIG_ENV, SECTIONS, SETTING_NAMES, InputError,
 from crawlcycle.settings.sources import load_settings
 
 CONFIG_NAME = "crawlcycle.toml"
+DEFAULT_PORT = 8080
+PORT_HELP = f"port of Airflow's UI and API (default {DEFAULT_PORT}; refused when in use)"
+WIDE_HELP = ("print every text whole, each row on one line, instead of cutting texts at 80 characters with '…' "
+             "(for a pager, `less -S`, or a file)")
 
 
 def _settings_parent(sections: tuple[str, ...] = SECTIONS, exclude: tuple[str, ...] = ()) -> argparse.ArgumentParser:
@@ -99,9 +103,13 @@ def cmd_cycle(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from crawlcycle.airflow.task_overhead import metadata_url
     from crawlcycle.ui.report import print_report, print_setting_changes
 
-    (print_setting_changes if args.settings else print_report)(_settings(args))
+    if args.settings:
+        print_setting_changes(_settings(args), wide=args.wide)
+    else:
+        print_report(_settings(args), metadata_url(_config(args)), wide=args.wide)
     return 0
 
 
@@ -189,12 +197,11 @@ def cmd_airflow(args: argparse.Namespace) -> int:
 
 def cmd_sql(args: argparse.Namespace) -> int:
     import duckdb
-    import polars as pl
 
     from crawlcycle.db import connect
+    from crawlcycle.ui.report import table_config
 
-    with connect(_settings(args), read_only=True) as con, pl.Config(tbl_rows=args.rows, tbl_cols=-1,
-                                                                     tbl_width_chars=200, fmt_str_lengths=80):
+    with connect(_settings(args), read_only=True) as con, table_config(args.wide, rows=args.rows):
         try:
             result = con.sql(args.query)
         except duckdb.Error as e:  # a typo or a write to the read-only database: DuckDB's own first line
@@ -321,9 +328,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def cmd_airflow_env(args: argparse.Namespace) -> int:
     from crawlcycle.airflow.environment import airflow_env, airflow_home
+    from crawlcycle.airflow.instance_lock import running
 
     config = _config(args)
-    for key, value in airflow_env(airflow_home(config), config=config).items():
+    home = airflow_home(config)
+    held = running(home)
+    port = args.port or (held.port if held else DEFAULT_PORT)  # the port of the Airflow that runs on this crawl
+    for key, value in airflow_env(home, port, config=config).items():
         print(f"export {key}='{value}'")
     return 0
 
@@ -349,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("report", cmd_report, "print the per-cycle summary", ("storage",))
     p.add_argument("--settings", action="store_true",
                    help="print instead which settings changed between cycles: cycle, setting, old → new, source")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     p = add("check", cmd_check, "run one quality gate on a cycle's output; exit 1 when it fails",
             ("storage", "parse", "quality"))
     p.add_argument("stage", choices=STAGES, help="the gate: the stage whose output it checks")
@@ -365,13 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cycles", type=int, default=2, help="cycles to run (default 2)")
     p = add("ui", cmd_ui, "serve the demo web and start Airflow (UI on http://127.0.0.1:8080) until Ctrl-C or "
                           "SIGTERM, which stop both")
-    p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=PORT_HELP)
     p = add("airflow", cmd_airflow, "start Airflow on the crawl of a settings file (scheduler, UI on "
             "http://127.0.0.1:8080; its home .airflow beside the file) until Ctrl-C or SIGTERM", ())
-    p.add_argument("--port", type=int, default=8080, help="port of Airflow's UI and API (default 8080)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=PORT_HELP)
     p = add("sql", cmd_sql, "run a read-only SQL query on the crawl database and print the result", ("storage",))
     p.add_argument("query", help="e.g. \"SELECT * FROM v_next_batch LIMIT 20\"")
     p.add_argument("--rows", type=int, default=50, help="rows to print (default 50)")
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
     add("settings", cmd_settings, "print every setting as resolved from file, environment and flags, each not at its "
                                   "default with where it came from")
     # --snapshot takes WARC files and versions here, --policy and --refresh-policy also lists and 'all': not the
@@ -419,8 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kills", type=int, default=30, help="kills spread over the five targets (default 30)")
     p.add_argument("--seed", type=int, default=1, help="seed of the kill schedule: the same seed, the same kills")
     p.add_argument("--out", help="folder of the two crawls and result.json (default: <data_dir>/soak)")
-    add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on the crawl of a settings "
-        "file (its Airflow home .airflow beside the file)", ())
+    p = add("airflow-env", cmd_airflow_env, "print the environment for using the airflow CLI on the crawl of a "
+            "settings file (its Airflow home .airflow beside the file; the port of the Airflow running on it)", ())
+    p.add_argument("--port", type=int, help=f"port of Airflow's API (default: the running instance's, else "
+                                            f"{DEFAULT_PORT})")
     return parser
 
 

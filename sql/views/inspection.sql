@@ -8,7 +8,8 @@ SELECT c.cycle, c.interval_start,
        CASE WHEN c.query_partition = c.interval_start THEN c.query_rows || ' rows'
             WHEN c.query_partition IS NOT NULL THEN 'missing: read ' || c.query_partition || ', ' || c.query_rows || ' rows'
             WHEN c.query_rows IS NOT NULL THEN 'missing: empty' END AS query_log,
-       c.policy, c.status, c.batch_size, c.fetched, c.errors, c.new_urls,
+       c.policy, CASE WHEN c.status = cycle_failed() THEN c.status || ': ' || c.failure ELSE c.status END AS status,
+       c.batch_size, c.fetched, c.errors, c.new_urls,
        c.pages_total, c.frontier_open, c.next_batch,
        round(epoch(c.finished_at - c.started_at), 1) AS seconds,
        (SELECT count(*) FROM dq_results d WHERE d.cycle = c.cycle AND NOT d.success) AS gate_failures,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 DAG_ID = "crawl_cycle"
+CONN_ENV = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 
 
 def airflow_home(config: Path | None) -> Path:
@@ -25,10 +26,12 @@ def airflow_env(home: Path, port: int = 8080, config: Path | None = None) -> dic
         "AIRFLOW_CONFIG": str(ROOT / "airflow.cfg"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        CONN_ENV: f"sqlite:///{home}/airflow.db",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
         "AIRFLOW__API__PORT": str(port),
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        # every airflow command warns that graphviz (for `airflow dags show`, not used here) is missing
+        "PYTHONWARNINGS": "ignore:Could not import graphviz:UserWarning",
     }
     if config:
         env["CRAWLCYCLE_CONFIG"] = str(config)

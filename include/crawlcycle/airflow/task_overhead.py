@@ -14,11 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from crawlcycle.airflow.environment import DAG_ID, ROOT, airflow_env
+from crawlcycle.airflow.environment import CONN_ENV, DAG_ID, airflow_env, airflow_home
 from crawlcycle.airflow.support import GATE_TASKS
 from crawlcycle.db import statements
-
-CONN_ENV = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 
 
 class MetadataUnavailable(Exception):
@@ -54,10 +52,11 @@ class CycleOverhead:
                 f"slowest start-up {slowest.task} {slowest.startup:.1f} s)")
 
 
-def metadata_url() -> str:
-    """Airflow's metadata database: $AIRFLOW__DATABASE__SQL_ALCHEMY_CONN, else the one `crawlcycle demo` and
-    `crawlcycle ui` use (``.airflow/airflow.db`` of this project)."""
-    return os.environ.get(CONN_ENV) or airflow_env(ROOT / ".airflow")[CONN_ENV]
+def metadata_url(config: Path | None = None) -> str:
+    """Airflow's metadata database: $AIRFLOW__DATABASE__SQL_ALCHEMY_CONN, else the one of the crawl of settings file
+    ``config`` (``.airflow/airflow.db`` beside it, as `crawlcycle airflow` runs it; without one, this project's,
+    which `crawlcycle demo` and `crawlcycle ui` use)."""
+    return os.environ.get(CONN_ENV) or airflow_env(airflow_home(config))[CONN_ENV]
 
 
 def task_rows(url: str, run_ids: list[str]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ class CycleStatus(StrEnum):
 
     RUNNING = "running"  # begun, not closed
     DONE = "done"        # its close task ran
+    FAILED = "failed"    # its begin stopped on bad input (cycles.failure says which); a rerun opens it again
 
 
 def batch_cycles(*, score: int | None = None, fetch: int | None = None) -> tuple[int, int]:

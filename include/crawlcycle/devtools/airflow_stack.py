@@ -1,6 +1,10 @@
-"""Run the project's Airflow from a script: ``airflow standalone`` (scheduler, LocalExecutor, API server, DAG
-processor, triggerer, SQLite metadata) for the demo and the end-to-end test, or each component as its own
-process (``start_components``) for the Celery demo.
+"""Run the project's Airflow from a script: its components (scheduler with the LocalExecutor, API server, DAG
+processor, triggerer; SQLite metadata) each in a process group of its own, for ``crawlcycle airflow``, the demo and
+the end-to-end tests, or the components a caller names (``start_components``) for the Celery demo.
+
+Not ``airflow standalone``: it starts the scheduler's and the triggerer's log servers, which listen on every address
+(Airflow binds them to all interfaces, with no setting). On one machine the API server reads the task logs from the
+files themselves, so they are not started, and every server listens on loopback.
 """
 
 from __future__ import annotations
@@ -20,28 +24,42 @@ from pathlib import Path
 import psutil
 import requests
 
-from crawlcycle.airflow.environment import DAG_ID, airflow_env
+from crawlcycle.airflow import instance_lock
+from crawlcycle.airflow.environment import CONN_ENV, DAG_ID, airflow_env
 from crawlcycle.airflow.support import DUCKDB_POOL
 
 ADMIN = ("admin", "admin")
+# What `airflow standalone` runs, less the log servers (see above).
+COMPONENTS = {"scheduler": ["scheduler", "--skip-serve-logs"], "dag-processor": ["dag-processor"],
+              "api-server": ["api-server"], "triggerer": ["triggerer", "--skip-serve-logs"]}
 
 
 class AirflowStack:
-    """``airflow standalone``, or Airflow's components each in its own process group, with helpers to backfill
-    and wait for runs. ``env`` overrides the Airflow settings of every process (executor, metadata DB, ...)."""
+    """Airflow's components each in its own process group, with helpers to backfill and wait for runs. ``env``
+    overrides the Airflow settings of every process (executor, metadata DB, ...). The first setup or start claims
+    the home and the port (``instance_lock``) and refuses if another Airflow holds either."""
 
     def __init__(self, home: Path, port: int = 8080, config: Path | None = None,
                  log: Callable[[str], None] = print, env: dict[str, str] | None = None) -> None:
         self.home = home
         self.port = port
+        self.config = config
         self.env = {**os.environ, **airflow_env(home, port, config), **(env or {})}
-        # `airflow standalone` starts its components as `airflow ...` found on PATH.
+        # Airflow's own processes start `airflow ...` found on PATH.
         self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
         # Scheduler and API server must sign and check task tokens with one secret.
         self.env.setdefault("AIRFLOW__API_AUTH__JWT_SECRET", secrets.token_hex(32))
         self.log = log
         self.components: dict[str, subprocess.Popen] = {}
         self._token: str | None = None
+        self._lock: int | None = None
+
+    def claim(self) -> None:
+        """Claim the home and the port for this stack (once); raise instance_lock.AirflowBusy if either is taken."""
+        if self._lock is None:
+            conn = self.env[CONN_ENV]
+            sqlite = conn.removeprefix("sqlite:///") if conn.startswith("sqlite:///") else None
+            self._lock = instance_lock.claim(self.home, self.port, self.config, sqlite)
 
     @property
     def url(self) -> str:
@@ -65,17 +83,21 @@ class AirflowStack:
         return res.stdout
 
     def setup(self, fresh: bool = False) -> None:
-        """Create the metadata DB, the admin login and the one-slot DuckDB pool."""
-        if fresh:
-            shutil.rmtree(self.home, ignore_errors=True)
-        self.home.mkdir(parents=True, exist_ok=True)
-        (self.home / "passwords.json").write_text(json.dumps({ADMIN[0]: ADMIN[1]}))
+        """Create or migrate the metadata DB, the admin login (unless one was written before: it may have been
+        changed) and the one-slot DuckDB pool (``fresh``: from nothing)."""
+        self.claim()
+        if fresh:  # all but the lock this stack holds
+            for path in self.home.iterdir():
+                if path.name != instance_lock.LOCK_NAME:
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+        if not (self.home / "passwords.json").exists():
+            (self.home / "passwords.json").write_text(json.dumps({ADMIN[0]: ADMIN[1]}))
         self.airflow("db", "migrate")
         self.airflow("pools", "set", DUCKDB_POOL, "1", "crawl database: one open at a time")
 
     def start(self, timeout: float = 240) -> None:
-        """Start ``airflow standalone`` (its own process group, logging to ``<home>/standalone.log``)."""
-        self.start_components({"standalone": (["standalone"], {})}, timeout)
+        """Start the scheduler, DAG processor, API server and triggerer, each logging to ``<home>/<name>.log``."""
+        self.start_components({name: (args, {}) for name, args in COMPONENTS.items()}, timeout)
 
     @property
     def running(self) -> bool:
@@ -84,12 +106,15 @@ class AirflowStack:
 
     def start_components(self, components: dict[str, tuple[list[str], dict[str, str]]], timeout: float = 240) -> None:
         """Start ``airflow <args>`` for each name -> (args, extra environment), each in its own process group
-        logging to ``<home>/<name>.log``; return once the API answers and knows the DAG."""
+        logging to ``<home>/<name>.log``; return once the API answers and knows the DAG. Each inherits the
+        home's lock: it is held while any of them lives."""
+        self.claim()
         exe = Path(sys.executable).with_name("airflow")
         for name, (args, extra) in components.items():
             out = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
             self.components[name] = subprocess.Popen([str(exe), *args], env={**self.env, **extra}, stdout=out,
-                                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                                     pass_fds=(self._lock,))
         self._wait_ready(self.components, timeout)
 
     def _wait_ready(self, procs: dict[str, subprocess.Popen], timeout: float) -> None:
@@ -111,6 +136,9 @@ class AirflowStack:
         scheduler left behind would hold its log-server port against the next start)."""
         for proc in self.components.values():
             stop_group(proc, grace=grace)
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def __enter__(self) -> AirflowStack:
         return self
@@ -202,11 +230,11 @@ class AirflowStack:
 
 
 def run_until_stopped(stack: AirflowStack) -> int:
-    """Start Airflow (setting its metadata database up on the first start) and keep it running until Ctrl-C or
-    SIGTERM, which stop it (0); 1 if it exits by itself."""
-    if not (stack.home / "airflow.db").exists():
-        stack.setup()
+    """Start Airflow (its metadata database created, or migrated to the installed Airflow) and keep it running until
+    Ctrl-C or SIGTERM, which stop it (0); 1 if it exits by itself."""
     with stack:
+        stack.claim()  # before anything starts: refused while another Airflow holds the home or the port
+        stack.setup()
         stack.start()
         print(f"Airflow UI: {stack.url}  (login {ADMIN[0]} / {ADMIN[1]}); logs in {stack.home}.  Ctrl-C stops it.",
               flush=True)
@@ -215,7 +243,8 @@ def run_until_stopped(stack: AirflowStack) -> int:
                 time.sleep(1)
         except KeyboardInterrupt:  # the way it is meant to stop (Ctrl-C, or SIGTERM: see crawlcycle.cli.main)
             return 0
-    print(f"Airflow exited; see {stack.home / 'standalone.log'}", file=sys.stderr)
+        exited = [name for name, proc in stack.components.items() if proc.poll() is not None]
+    print(f"Airflow's {', '.join(exited)} exited; see {stack.home}/{exited[0]}.log", file=sys.stderr)
     return 1
 
 

@@ -45,7 +45,7 @@ from airflow.listeners import hookimpl
 
 from crawlcycle.airflow.environment import DAG_ID, ROOT
 from crawlcycle.devtools import fault_run
-from crawlcycle.devtools.airflow_stack import AirflowStack, stop_group
+from crawlcycle.devtools.airflow_stack import COMPONENTS, AirflowStack, stop_group
 from crawlcycle.devtools.celery_demo import free_port
 from crawlcycle.devtools.demo import CrawlDate, start_web
 from crawlcycle.pipeline.stage_order import STAGE_ORDER
@@ -53,8 +53,6 @@ from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import write_toml
 
 PLAN_ENV = "SOAK_KILL_PLAN"  # the plan file a task process reads its kill point from (not a CRAWLCYCLE_ setting)
-COMPONENTS = {"scheduler": ["scheduler"], "api-server": ["api-server"], "dag-processor": ["dag-processor"],
-              "triggerer": ["triggerer"]}
 TARGETS = ("scheduler", "api-server", "dag-processor", "task", "writer")  # what a kill hits, spread evenly
 # The tasks that write the crawl database inside a transaction that spans their work (begin commits a row first).
 WRITERS = ("update", "refit", "select_needy", "score", "materialize", "close")
@@ -191,16 +189,14 @@ def airflow_crawl(crawl: fault_run.Crawl, days: list[date], components: list[Com
     plan_file.write_text(json.dumps({"start": days[0].isoformat(), "log": str(log), "tasks": points}))
     home = crawl.folder / "airflow"
     stack = AirflowStack(home, port=free_port(), config=crawl.config, log=progress, env={
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(_plugins(crawl.folder / "plugins")), PLAN_ENV: str(plan_file),
-        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())})
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(_plugins(crawl.folder / "plugins")), PLAN_ENV: str(plan_file)})
     stack.setup()
     metadata = Metadata(home / "airflow.db", days[0])
     fired: Counter = Counter()
     pending = list(components)
     t0 = time.monotonic()
     with stack:
-        stack.start_components({name: (args, {}) for name, args in COMPONENTS.items()})
+        stack.start()
         stack.api("PATCH", f"/dags/{DAG_ID}", json={"is_paused": False})
         progress(f"Airflow up ({', '.join(COMPONENTS)}); the scheduler catches up {days[0]} .. {days[-1]}")
         seen = ""

@@ -187,19 +187,31 @@ def begin(settings: Settings, interval_start: date, interval_end: date | None = 
         migrate(con)
         cycle = (scalar(con, "SELECT cycle FROM cycles WHERE interval_start = ?", [interval_start])
                  or scalar(con, "SELECT coalesce(max(cycle), 0) + 1 FROM cycles"))
-        unfinished = con.execute("SELECT cycle, interval_start FROM cycles WHERE status <> cycle_done() AND cycle < ?",
-                                 [cycle]).fetchall()
+        unfinished = con.execute("SELECT cycle, interval_start, run_id FROM cycles "
+                                 "WHERE status <> cycle_done() AND cycle < ?", [cycle]).fetchall()
         if unfinished:
             # Each cycle fetches the batch the one before it chose: cycles run strictly in order.
             raise CycleOrderError(f"cycle {unfinished[0][0]} (interval {unfinished[0][1]}) has not finished; "
-                                  f"finish or clear its run before cycle {cycle} (backfill with --max-active-runs 1)")
+                                  f"{_finish_advice(unfinished[0][1], unfinished[0][2])}; cycle {cycle} runs after it")
         run_sql(con, "pipeline/stages/begin_cycle", cycle=cycle, interval_start=interval_start,
                 interval_end=interval_end, run_id=run_id, policy=settings.policy,
                 settings=json.dumps(settings.record()))
-        with timed(con, cycle, "begin"):
-            rows = ingest_partition(con, settings, interval_start, source or interval_start)
-            con.execute("UPDATE cycles SET query_partition = ?, query_rows = ? WHERE cycle = ?", [source, rows, cycle])
+        try:
+            with timed(con, cycle, "begin"):
+                rows = ingest_partition(con, settings, interval_start, source or interval_start)
+        except InputError as e:  # nothing of the partition was kept: the cycle shows why until it runs again
+            con.execute("UPDATE cycles SET status = cycle_failed(), failure = ? WHERE cycle = ?", [str(e), cycle])
+            raise
+        con.execute("UPDATE cycles SET query_partition = ?, query_rows = ? WHERE cycle = ?", [source, rows, cycle])
     return cycle
+
+
+def _finish_advice(interval_start: date, run_id: str) -> str:
+    """How to finish an unfinished cycle, by what ran it: `crawlcycle cycle` (run id manual) or Airflow."""
+    if run_id == "manual":
+        return f"run it again with `crawlcycle cycle --date {interval_start}`"
+    return (f"clear its Airflow run {run_id} (or its failed task) so that it runs again (a backfill runs in order "
+            "with --max-active-runs 1)")
 
 
 @reports_exhaustion

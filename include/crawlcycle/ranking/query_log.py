@@ -45,7 +45,7 @@ import polars as pl
 from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import query, run_sql, staged, transaction
-from crawlcycle.settings import Settings
+from crawlcycle.settings import Settings, SettingsError
 
 AGGREGATED = ("query", "frequency")
 IMPRESSIONS = ("time", "query", "url", "rank", "clicked")
@@ -77,8 +77,14 @@ def _files(folder: Path) -> list[Path]:
 
 
 def partition_exists(settings: Settings, day: date) -> bool:
-    """Whether partition ``day`` has a file (what the Airflow sensor of ``missing_query_log = wait`` asks)."""
-    return bool(_files(partition_dir(settings.query_log_dir, day)))
+    """Whether partition ``day`` has a file (what the Airflow sensor of ``missing_query_log = wait`` asks);
+    SettingsError when the query-log folder itself does not exist: a wrong path, not a day without queries."""
+    folder = Path(settings.query_log_dir)
+    if not folder.is_dir():
+        given = settings.sources.get("query_log_dir", "the default")
+        raise SettingsError(f"setting query_log_dir: {folder}: no such folder (from {given}); a missing day's "
+                            "partition is what missing_query_log is for, a missing folder is a wrong path")
+    return bool(_files(partition_dir(folder, day)))
 
 
 def source_partition(settings: Settings, day: date) -> date | None:

@@ -381,9 +381,11 @@ class Settings:
         return {"values": {n: getattr(self, n) for n in SETTING_NAMES}, "sources": dict(self.sources)}
 
     def validate(self) -> Settings:
+        """These settings, if every value is valid; else SettingsError naming the setting, the reason and where the
+        value came from."""
         for f in SETTING_FIELDS:
             if wrong := problem(f, getattr(self, f.name)):
-                raise SettingsError(f"setting {f.name}: {wrong}")
+                raise SettingsError(f"setting {f.name}: {wrong}{self._given(f.name)}")
         for name, ok, why in (
                 ("task_timeout", self.task_timeout > self.fetch_time_limit,
                  f"must exceed fetch_time_limit ({self.fetch_time_limit}), got {self.task_timeout}"),
@@ -403,8 +405,11 @@ class Settings:
                 ("refresh_share_max", self.refresh_share_max >= self.refresh_share_min,
                  f"must be >= refresh_share_min ({self.refresh_share_min}), got {self.refresh_share_max}")):
             if not ok:
-                raise SettingsError(f"setting {name}: {why}")
+                raise SettingsError(f"setting {name}: {why}{self._given(name)}")
         return self
+
+    def _given(self, name: str) -> str:
+        return f" (from {self.sources[name]})" if name in self.sources else ""
 
     def require_user_agent(self) -> Settings:
         """These settings, if they name a user agent with a contact; only what fetches needs one."""

@@ -29,7 +29,7 @@ from crawlcycle.settings import (
 )
 
 
-def _coerce(name: str, raw: Any) -> Any:
+def _coerce(name: str, raw: Any, where: str) -> Any:
     f = next(f for f in fields(Settings) if f.name == name)
     kind = type(f.default) if f.default is not MISSING else str
     try:
@@ -41,7 +41,7 @@ def _coerce(name: str, raw: Any) -> Any:
             raise ValueError
         return kind(raw)
     except (TypeError, ValueError):
-        raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r}") from None
+        raise SettingsError(f"setting {name}: expected {kind.__name__}, got {raw!r} (from {where})") from None
 
 
 def _spelled(key: str) -> str:
@@ -76,7 +76,7 @@ def _apply(base: dict[str, Any], values: dict[str, Any], source: str, renamed: l
             raise SettingsError(f"setting {key}: unknown setting (from {_where(source, key)})")
         if raw is None:
             continue
-        base[name] = _coerce(name, raw)
+        base[name] = _coerce(name, raw, _where(source, key))
         if given is not None:
             given[name] = _where(source, key)
 

@@ -357,10 +357,12 @@ def _crawl_sections(snapshot: dict) -> list[str]:
                                     ("observed", "observed")], t["gate_problems"]) if t["gate_problems"]
            else '<p id="gate-problems">Every check passed in the latest cycle with gate results.</p>']
     batch = t["batch"]
-    batch_cycle = f"cycle {batch[0]['fetch_cycle']}" if batch else "the next cycle"
+    # named by the cycle above, which chose it, and by the one that fetches it (contracts.cycles.batch_cycles)
+    batch_title = (f"Next batch: chosen by cycle {batch[0]['score_cycle']}, fetched by cycle {batch[0]['fetch_cycle']}"
+                   if batch else "Next batch")
     rows = [{**b, "parts": {k: v for k, v in (b["parts"] or {}).items()
                                    if k not in ("needy_queries", "needy_odds", "why")}} for b in batch]
-    out += [f'<h2>Batch of {batch_cycle}</h2><p>{len(batch)} URLs in fetch order: new URLs by the ordering '
+    out += [f'<h2 id="batch-title">{batch_title}</h2><p>{len(batch)} URLs in fetch order: new URLs by the ordering '
             "policy's priority, with its parts and the needy queries the URL may answer, each with the odds it enters "
             "that query's top K; refreshes (stored pages fetched again) by the refresh policy's value, with why.</p>",
             '<div class="scroll">', _table("batch", [("rank", "rank"), ("url", "URL"), ("kind", "kind"),

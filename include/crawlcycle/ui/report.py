@@ -121,22 +121,27 @@ def steering(settings: Settings, rows: int = HEAD_ROWS) -> tuple[pl.DataFrame, p
     return needy, batch, held
 
 
-def _whole_frames(str_lengths: int) -> pl.Config:
-    """Frames printed whole: every row and column, strings up to ``str_lengths``, without shape and types."""
-    return pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True,
-                     tbl_hide_column_data_types=True, fmt_str_lengths=str_lengths)
+def table_config(wide: bool, rows: int = -1, str_lengths: int = 80, **options: bool) -> pl.Config:
+    """Frames printed with ``rows`` rows (-1: all) and every column, strings cut at ``str_lengths`` with "…" in a
+    table at most 200 characters wide; ``wide``: every string whole, each row on one line (for a pager or a file)."""
+    return pl.Config(tbl_rows=rows, tbl_cols=-1, tbl_width_chars=-1 if wide else 200,
+                     fmt_str_lengths=1_000_000 if wide else str_lengths, **options)
 
 
-def print_report(settings: Settings, airflow_metadata: str | None = None) -> None:
+def _report_frames(wide: bool, str_lengths: int = 80) -> pl.Config:
+    return table_config(wide, str_lengths=str_lengths, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True)
+
+
+def print_report(settings: Settings, airflow_metadata: str | None = None, wide: bool = False) -> None:
     """The per-cycle summary; ``airflow_metadata`` is the SQLAlchemy URL of Airflow's metadata database
-    (default: task_overhead.metadata_url())."""
+    (default: task_overhead.metadata_url()); ``wide``: texts (the batch's why) whole."""
     df = cycle_summary(settings)
     if df.is_empty():
         print("no cycles yet: run `crawlcycle cycle` or trigger crawl_cycle in Airflow")
         return
     needy, batch, held = steering(settings)
     runs, no_airflow = airflow_runs(df, airflow_metadata)
-    with _whole_frames(80):
+    with _report_frames(wide):
         print(df.drop("stage_seconds", "stage_memory", "gates", "run_id", "stage_json", *WASTE, *ENGAGEMENT,
                       *FRESHNESS))
         if no_airflow:
@@ -165,7 +170,7 @@ def print_report(settings: Settings, airflow_metadata: str | None = None) -> Non
             print(held.head(HEAD_ROWS))
 
 
-def print_setting_changes(settings: Settings) -> None:
+def print_setting_changes(settings: Settings, wide: bool = False) -> None:
     """Every change of a setting from one cycle's record to the next: cycle, setting, old → new, and where the new value
     came from, as the Crawl page shows them."""
     with connect(settings, read_only=True) as con:
@@ -175,6 +180,6 @@ def print_setting_changes(settings: Settings) -> None:
     if changes.is_empty():
         print("no setting changed between cycles (v_cycle_settings lists each cycle's settings not at their defaults)")
         return
-    with _whole_frames(160):  # sources name files by their paths
+    with _report_frames(wide, 160):  # sources name files by their paths
         print("settings changed between cycles (each cycle runs with the settings its begin recorded):")
         print(changes)
