@@ -136,6 +136,7 @@ def celery_env(db_url: str, broker_url: str, trigger_log_port: int, log_port: in
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
         "AIRFLOW__CELERY__BROKER_URL": broker_url,
         "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + db_url,
+        "AIRFLOW__CELERY__OPERATION_TIMEOUT": "10",  # as in docker/docker-compose.yml
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(trigger_log_port),
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(log_port),
     }
