@@ -18,7 +18,10 @@ frequencies exist for these sites). Each text source's count is printed once per
 ``--runs K`` repeats each snapshot K times (:mod:`crawlcycle.evaluation.policy_lab`): run 0 starts from every host's
 home page with the base workload (real snapshots: query shuffle seed 7), run r > 0 from a random page per host with the
 query texts reshuffled (real snapshots, seed 7 + r) or the frequencies reassigned (generated). Every order is
-judged by the reference ranker and by the independent ``bm25s`` judge (:mod:`crawlcycle.evaluation.judge`).
+judged by the reference ranker and by each judge of the panel, engines we did not write (``bm25s`` with and without
+stemming, over the visible and the main text, and ``tantivy`` with a boosted title and a capped body;
+:mod:`crawlcycle.evaluation.judge`); the standing reports each judge's ratio to the strongest rival held fixed and
+the panel minimum, and draws them (``bench/results/panel.png``).
 ``--policies a,b`` runs only those policies; the others keep their results in bench/results, and the tables and
 findings read them beside the new ones (from their curves in ``--work``, as a run of every policy left them; the
 findings whose policies are missing are skipped);
@@ -32,7 +35,7 @@ ground truth; it prints each policy's % of ideal per run and judge at 5 % and 10
 whether hybrid moved by more than a point in any run (``bench/compare.py``). bench/results is left as it is.
 
 Every run also runs the reference ordering ``oracle`` once per judge (``oracle`` by the reference ranker's true
-impact, ``oracle_bm25s`` by the independent judge's; ``crawl_metrics.ORACLES``): shown in every table and plot as a
+impact, ``oracle_bm25s`` by the bm25s judge's; ``crawl_metrics.ORACLES``): shown in every table and plot as a
 reference, never a rival. Each policy is measured against the best other policy of the same run (the ratio of their %
 of ideal) and against that judge's oracle (the headroom captured: (policy − best rival) ÷ (oracle − best rival)).
 
@@ -70,7 +73,7 @@ from crawlcycle.devtools import demo_web
 from crawlcycle.evaluation import policy_lab
 from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES
 from crawlcycle.evaluation.judge import HTML_TYPES
-from crawlcycle.evaluation.plots import plot_regret
+from crawlcycle.evaluation.plots import plot_panel, plot_regret
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.settings import POLICIES, SettingsError
 from crawlcycle.settings.sources import load_settings
@@ -81,6 +84,7 @@ RESULTS = ROOT / "bench" / "results"
 USER_AGENT = "crawlcycle-bench/0.1 (+http://127.0.0.1/contact)"
 SPEED_GOAL_SECONDS = 600
 REAL = ("dev-docs", "py-web-docs", "sci-docs")  # the real snapshots, pooled in bench/results/standing.md
+PANEL_GOAL = 1.05  # hybrid's ratio to the strongest rival held fixed that every judge of the panel must see
 TITLE = re.compile(rb"<title(?:\s[^>]*)?>(.*?)</title\s*>", re.S | re.I)
 
 
@@ -279,10 +283,17 @@ def standing() -> list[str]:
     if not all(committed_runs(name) for name in REAL) or not (rows := policy_lab.held_fixed(runs)):
         return []
     lines = [f"### Hybrid against the strongest rival held fixed, {len(runs)} runs of {', '.join(REAL)}", "",
-             "% of ideal, mean over every run of the three snapshots; the rival is the one policy with the highest "
-             "mean; the lowest ratio is that of the run where hybrid fares worst against it; headroom is taken on "
-             "the means.", "", *rows, ""]
+             "% of ideal, mean over every run of the three snapshots, by each judge of the panel (the reference "
+             "ranker and engines we did not write, `crawlcycle.evaluation.judge.PANEL`); the rival is the one policy "
+             "with the highest mean, among those judged by that judge in every run; the lowest ratio is that of the "
+             "run where hybrid fares worst against it; headroom is taken on the means (oracles run for "
+             f"{', '.join(ORACLES)} only). The panel minimum is the lowest ratio of the means over the judges "
+             f"(goal {PANEL_GOAL:.2f}×); `panel.png` draws them.", "", *rows, ""]
+    if missing := [j for j in policy_lab.JUDGES if j not in policy_lab.judged_by(runs)]:
+        lines += [f"No run is judged by {', '.join(missing)} yet.", ""]
     (RESULTS / "standing.md").write_text("\n".join(lines))
+    plot_panel(policy_lab.held_fixed_figures(runs), RESULTS / "panel.png",
+               f"hybrid against the strongest rival held fixed, per judge ({len(runs)} runs)", PANEL_GOAL)
     return lines
 
 

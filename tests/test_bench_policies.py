@@ -200,8 +200,8 @@ def test_findings_are_judged_on_means_by_each_judge() -> None:
 def test_findings_need_a_budget_every_policy_reached() -> None:
     run = _all_policies(0.3, 0.3)
     for summary in run.values():
-        for judge in JUDGES:
-            for entry in summary["budgets_by_judge"][judge].values():
+        for budgets in summary["budgets_by_judge"].values():
+            for entry in budgets.values():
                 entry["pct_of_ideal"] = None
     assert findings("generated", [run], {}) == ["- no budget was reached by every policy on generated: run more cycles"]
 
@@ -217,8 +217,8 @@ def test_held_fixed_measures_hybrid_against_the_one_rival_with_the_best_mean_ove
     runs = [{**run, "bfs": _summary(5, {"reference": (0.0, v, v), "bm25s": (0.0, v, v)})}
             for run, v in zip(WITH_ORACLES, (0.23, 0.05, 0.05), strict=True)]
     rows = held_fixed(runs)
-    assert rows[0].startswith("| judge | budget | hybrid | strongest rival held fixed |") and len(rows) == 6
-    ref5, ref10, bm5, bm10 = rows[2:]
+    assert rows[0].startswith("| judge | budget | hybrid | strongest rival held fixed |") and len(rows) == 8
+    ref5, ref10, bm5, bm10, low5, low10 = rows[2:]
     # reference 5 %: hybrid 22.0, pagerank 12.0 (bfs 11.0); lowest run ratio 0.24 / 0.14 (run 2); oracle 40.0
     assert ref5 == f"| reference | 5% | 22.0 | pagerank 12.0 | {0.22 / 0.12:.3f} | {0.24 / 0.14:.3f} | 40.0 " \
                    f"| {(0.22 - 0.12) / (0.40 - 0.12):.2f} |"
@@ -227,4 +227,9 @@ def test_held_fixed_measures_hybrid_against_the_one_rival_with_the_best_mean_ove
     # in run 0 (0.23 against 0.20)
     assert bm10.split(" | ")[3] == "bfs 11.0" and bm10.split(" | ")[5] == f"{0.20 / 0.23:.3f}"
     assert bm5.split(" | ")[3] == "pagerank 17.0"
+    # the panel minimum of each budget: the judge where hybrid's ratio of the means is lowest (bm25s 10 %: bfs)
+    assert low5 == f"| **panel minimum** | 5% | | | **{0.12 / 0.17:.3f}** (bm25s, pagerank) | | | |"
+    bm10_ratio, ref10_ratio = float(bm10.split(" | ")[4]), float(ref10.split(" | ")[4])
+    assert low10 == f"| **panel minimum** | 10% | | | **{min(bm10_ratio, ref10_ratio):.3f}** " \
+                    f"({'bm25s, bfs' if bm10_ratio < ref10_ratio else 'reference, pagerank'}) | | | |"
     assert held_fixed([{"pagerank": run["pagerank"]} for run in RUNS]) == []  # no hybrid: nothing to hold against

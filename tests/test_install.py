@@ -14,8 +14,8 @@ from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import write_toml
 
 ROOT = Path(__file__).resolve().parents[1]
-# The top-level modules of the install's extras (lab: plots and the second judge; celery: scale-out).
-EXTRA_MODULES = ("matplotlib", "bm25s", "Stemmer", "celery", "psycopg2", "redis", "asyncpg")
+# The top-level modules of the install's extras (lab: plots and the panel of judges; celery: scale-out).
+EXTRA_MODULES = ("matplotlib", "bm25s", "Stemmer", "tantivy", "celery", "psycopg2", "redis", "asyncpg")
 
 
 def _python(site: Path, code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

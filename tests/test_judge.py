@@ -1,4 +1,4 @@
-"""The second judge: its own visible-text extraction from WARC records and bm25s top-K impact."""
+"""The panel of judges: its own visible-text extraction from WARC records, and each engine's top-K impact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from warcio.warcwriter import WARCWriter
 
-from crawlcycle.evaluation.judge import JUDGE, judge_impact, visible_pages
+from crawlcycle.evaluation.judge import BY_NAME, PANEL, Judge, judge_impact, judge_top_k, visible_pages
 from crawlcycle.settings.sources import load_settings
 
 SETTINGS = load_settings(overrides={"user_agent": "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"}, environ={})
@@ -94,9 +94,12 @@ def test_bodies_are_decoded_by_their_header_charset_and_bad_bytes_are_replaced(p
                                                            "text": ""}
 
 
-def _impact(pages: pl.DataFrame, queries: dict[str, int], top_k: int) -> dict[str, float]:
+BM25S = BY_NAME["bm25s"]
+
+
+def _impact(pages: pl.DataFrame, queries: dict[str, int], top_k: int, judge: Judge = BM25S) -> dict[str, float]:
     workload = pl.DataFrame({"query": list(queries), "frequency": list(queries.values())})
-    out = judge_impact(pages, workload, top_k)
+    out = judge_impact(judge, pages, workload, top_k)
     assert out.columns == ["url", "impact"] and sorted(out["url"]) == sorted(pages["url"])  # every page, once
     return dict(out.iter_rows())
 
@@ -104,7 +107,6 @@ def _impact(pages: pl.DataFrame, queries: dict[str, int], top_k: int) -> dict[st
 def test_a_query_about_a_page_s_words_puts_that_page_first(pages: pl.DataFrame) -> None:
     impact = _impact(pages, {"window function partition": 40}, top_k=1)
     assert impact == {url: 40.0 if url.endswith("window.html") else 0.0 for url in pages["url"]}
-    assert JUDGE == "bm25s"
 
 
 def test_stemming_matches_word_forms(pages: pl.DataFrame) -> None:
@@ -126,6 +128,53 @@ def test_impact_sums_the_frequencies_of_the_queries_that_show_a_page(pages: pl.D
 
 def test_repeated_queries_add_up_and_no_query_means_no_impact(pages: pl.DataFrame) -> None:
     workload = pl.DataFrame({"query": ["signal handler", "signal handler"], "frequency": [3, 4]})
-    assert dict(judge_impact(pages, workload, 1).iter_rows())["http://docs.test/library/signal.html"] == 7.0
-    none = judge_impact(pages, workload.clear(), 10)
+    assert dict(judge_impact(BM25S, pages, workload, 1).iter_rows())["http://docs.test/library/signal.html"] == 7.0
+    none = judge_impact(BM25S, pages, workload.clear(), 10)
     assert none.height == pages.height and none["impact"].sum() == 0.0
+
+
+def test_every_judge_of_the_panel_ranks_the_page_about_the_query_first(pages: pl.DataFrame) -> None:
+    assert [j.name for j in PANEL][0] == "bm25s" and len({j.name for j in PANEL}) == len(PANEL)
+    for judge in PANEL:
+        impact = _impact(pages, {"window function partition": 40, "zyzzyva": 9}, top_k=1, judge=judge)
+        assert impact == {url: 40.0 if url.endswith("window.html") else 0.0 for url in pages["url"]}, judge.name
+
+
+def test_a_judge_without_stemmer_misses_other_word_forms_and_keeps_stop_words(pages: pl.DataFrame) -> None:
+    plain = BY_NAME["bm25s_plain"]
+    assert plain.stemmer is None and not plain.stopwords
+    assert _impact(pages, {"running": 7}, top_k=1, judge=plain)["http://docs.test/library/signal.html"] == 0.0
+    assert _impact(pages, {"running": 7}, top_k=1)["http://docs.test/library/signal.html"] == 7.0
+    # "the" is on every page with text: a stop word to bm25s, a word like any other without the stop list
+    assert sum(_impact(pages, {"the": 1}, top_k=10).values()) == 0.0
+    assert sum(_impact(pages, {"the": 1}, top_k=10, judge=plain).values()) > 0.0
+
+
+def _two_pages(title_a: str, text_a: str, title_b: str, text_b: str) -> pl.DataFrame:
+    return pl.DataFrame({"url": ["http://a.test/", "http://b.test/"], "title": [title_a, title_b],
+                         "text": [text_a, text_b]})
+
+
+def test_tantivy_weighs_the_title_and_stems_and_caps_the_body() -> None:
+    tantivy = BY_NAME["tantivy"]
+    filler = " ".join(f"word{i}" for i in range(60))
+    # the query word once in a title against twice in a body of the same length: the boost decides
+    pages = _two_pages("Sockets", f"networking {filler}", "Networking", f"sockets sockets {filler}")
+    workload = pl.DataFrame({"query": ["socket"], "frequency": [1]})
+    unboosted = Judge("tantivy_flat", "tantivy", "visible", stopwords=False)
+    assert judge_top_k(tantivy, pages, workload, 1)["url"].to_list() == ["http://a.test/"]
+    assert judge_top_k(unboosted, pages, workload, 1)["url"].to_list() == ["http://b.test/"]
+    # a word past the body's cap is not indexed
+    capped = Judge("tantivy_capped", "tantivy", "visible", stopwords=False, body_words=60)
+    pages = _two_pages("One", f"{filler} zyzzyva", "Two", "other words")
+    workload = pl.DataFrame({"query": ["zyzzyva"], "frequency": [1]})
+    assert judge_top_k(unboosted, pages, workload, 2)["url"].to_list() == ["http://a.test/"]
+    assert judge_top_k(capped, pages, workload, 2).is_empty()
+
+
+def test_query_syntax_is_read_as_plain_words() -> None:
+    pages = _two_pages("Window functions", "partition by and order by", "Signals", "handlers")
+    workload = pl.DataFrame({"query": ['title:"window" AND (partition OR -signals)', ":::"], "frequency": [1, 1]})
+    top = judge_top_k(BY_NAME["tantivy"], pages, workload, 2)
+    assert top.rows() == [('title:"window" AND (partition OR -signals)', 1, "http://a.test/"),
+                          ('title:"window" AND (partition OR -signals)', 2, "http://b.test/")]

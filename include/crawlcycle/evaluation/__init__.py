@@ -1,1 +1,1 @@
-"""Not the product: the simulator, its ground truth and second judge, the policy lab."""
+"""Not the product: the simulator, its ground truth and panel of judges, the policy lab."""

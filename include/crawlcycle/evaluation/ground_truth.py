@@ -1,9 +1,10 @@
-"""Ground truth of a simulation: what each page of a snapshot is worth to the workload, by two judges.
+"""Ground truth of a simulation: what each page of a snapshot is worth to the workload, by a panel of judges.
 
 The reference judge runs the product's own parse stage over every snapshot record, merges it into a fresh crawl
 database through the product's merge SQL, links it (in-degree, PageRank), indexes it and ranks the workload with
-the reference ranker; the independent judge (``crawlcycle.evaluation.judge``) ranks the same workload with BM25 and
-stemming over its own reading of each page's title and visible text. Each judge's top K of each query is kept
+the reference ranker; each judge of the panel (``crawlcycle.evaluation.judge.PANEL``: real search libraries,
+analyzers and text views) ranks the same workload over its own view of each page. Each judge's top K of each query
+is kept
 (``Truth.top_k``); a page's true impact under a judge is the sum of f(q) over the queries whose top K by that judge
 hold it. Snapshot pages are the 2xx records the parser reads as HTML-or-unknown (``reason`` not ``not_html``), with
 their main-text signature (``content_hash``).
@@ -47,7 +48,7 @@ from crawlcycle.settings.sources import with_overrides
 HOT_SHARE = 0.10
 
 
-JUDGES = ("reference", judge.JUDGE)  # our reference ranker, and an independent BM25 with stemming
+JUDGES = ("reference", *(j.name for j in judge.PANEL))  # our reference ranker, and engines we did not write
 # What the ground truth depends on besides its inputs, the parse fingerprint and the ranker settings.
 _TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ranker.py", "ranking/query_log.py",
                "models/refit.py", "models/graph.py")
@@ -63,7 +64,7 @@ class Truth:
     """Every snapshot page with its true impact under each judge (``impact`` by the reference ranker,
     ``impact_<judge>`` by the others), its in-degree and main-text signature; each judge's top K of each query."""
 
-    pages: pl.DataFrame  # url, host, in_links, content_hash, impact, impact_bm25s, hot
+    pages: pl.DataFrame  # url, host, in_links, content_hash, impact, impact_<judge> per panel judge, hot
     hosts: set[str]  # every host a crawl of the snapshot can meet: record, link and redirect hosts
     top_k: pl.DataFrame  # judge, query, rank, url
     folder: Path | None = None  # where it is kept (its crawl database included)
@@ -176,7 +177,7 @@ def cycle_truths(settings: Settings, web: Series, cycles: int, query_file: Path,
 
 def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, folder: Path) -> Truth:
     """Parse, link, index and rank the whole snapshot in a fresh database under ``folder``; judge it again with
-    the independent judge."""
+    each judge of the panel."""
     shutil.rmtree(folder, ignore_errors=True)
     day = date.fromisoformat(settings.start_date)
     settings = with_overrides(settings, {"db_path": str(folder / "truth.duckdb"), "data_dir": str(folder),
@@ -184,8 +185,8 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
     write_partitions(query_file, folder / "query_log", [day])
     workload = read_partition(settings, day).rows.group_by("query").agg(frequency=pl.col("frequency").sum())
     parsed = parse_warcs(snapshots, folder / "parse", settings)
-    pages = (pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
-             .with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String)))
+    parsed_pages = pl.read_parquet(parsed.pages_path).filter(pl.col("status").is_between(200, 299))
+    pages = parsed_pages.with_columns(host=pl.col("url").map_elements(host_of, return_dtype=pl.String))
     links = pl.read_parquet(parsed.links_path).unique(["src", "dst", "anchor"], keep="first", maintain_order=True)
     # one parse of the snapshot, no fetch: no redirects, no sitemaps
     no_fetches = pl.DataFrame(schema={"url": pl.String, "final_url": pl.String, "outcome": pl.String,
@@ -208,9 +209,10 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
         pages = query(con, "evaluation/ground_truth/truth_pages")
         reference = query(con, "evaluation/ground_truth/reference_top_k", cycle=1)
         hosts = set(con.sql("SELECT DISTINCT host FROM frontier").pl()["host"])
-    visible = judge.visible_pages(snapshots, settings)
-    second = judge.judge_top_k(visible, workload, settings.top_k)
-    tops = {"reference": reference, judge.JUDGE: second}
+    views = {"visible": judge.visible_pages(snapshots, settings),
+             "main": parsed_pages.select("url", "title", "text").unique("url", keep="first", maintain_order=True)}
+    tops = {"reference": reference} | {j.name: judge.judge_top_k(j, views[j.text], workload, settings.top_k)
+                                       for j in judge.PANEL}
     for name, top in tops.items():
         pages = pages.with_columns(judge.impact_of(pages["url"], top, workload)["impact"].alias(Truth.column(name)))
     hot = max(1, math.ceil(HOT_SHARE * pages.height))

@@ -26,7 +26,7 @@ def plot_regret(regrets: dict[str, pl.DataFrame], path: Path, title: str) -> Non
     for i, (name, regret) in enumerate(regrets.items()):
         reference = name in ORACLES.values()
         for col, judge in enumerate(JUDGES):
-            if reference and ORACLES[judge] != name:
+            if reference and ORACLES.get(judge) != name:
                 continue
             rows = regret.filter(pl.col("judge") == judge)
             for row, figure in enumerate(("choice_efficiency", "discovery")):
@@ -72,6 +72,39 @@ def plot(curves: dict[str, pl.DataFrame], path: Path, title: str) -> None:
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
     ax.legend(ncol=2, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_panel(figures: list[dict], path: Path, title: str, goal: float) -> None:
+    """Per judge of the panel, a policy's ratio of the means to the strongest rival held fixed at each budget
+    (``policy_lab.held_fixed_figures``), with the lowest ratio in one run as a tick; lines at parity and ``goal``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    judges = list(dict.fromkeys(f["judge"] for f in figures))
+    budgets = list(dict.fromkeys(f["budget"] for f in figures))
+    fig, ax = plt.subplots(figsize=(1.6 * len(judges) + 3, 4.5))
+    width = 0.8 / len(budgets)
+    for i, budget in enumerate(budgets):
+        at = {f["judge"]: f for f in figures if f["budget"] == budget}
+        xs = [k + (i - (len(budgets) - 1) / 2) * width for k, j in enumerate(judges) if j in at]
+        shown = [at[j] for j in judges if j in at]
+        ax.bar(xs, [f["ratio"] for f in shown], width, label=f"{budget} of the pages (ratio of the means)")
+        ax.scatter(xs, [f["lowest"] for f in shown], marker="_", s=200, color="black",
+                   label="lowest ratio in a run" if i == 0 else None)
+        for x, f in zip(xs, shown, strict=True):
+            ax.annotate(f["rival"], (x, f["ratio"]), ha="center", va="bottom", fontsize="x-small")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(goal, color="firebrick", linestyle="--", linewidth=0.8, label=f"goal {goal:.2f}×")
+    ax.set_xticks(range(len(judges)), judges)
+    ax.set_ylabel("hybrid ÷ strongest rival held fixed")
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -99,9 +99,17 @@ def aggregate(runs: list[dict[str, dict]], key: str = "pct_of_ideal") -> dict[st
     for policy in sorted({p for run in runs for p in run}):
         judged = [run[policy]["budgets_by_judge"] for run in runs if policy in run]
         out[policy] = {j: {budget_label(b): Stats.of([v for by_judge in judged
-                                                      if (v := by_judge[j][budget_label(b)][key]) is not None])
+                                                      if (v := by_judge.get(j, {}).get(budget_label(b), {}).get(key))
+                                                      is not None])
                            for b in BUDGETS} for j in JUDGES}
     return out
+
+
+def judged_by(runs: list[dict[str, dict]]) -> list[str]:
+    """The judges (in ``JUDGES`` order) that judged some policy in some run: results kept from before a judge joined
+    the panel lack it, and tables leave out what no run has."""
+    judged = {j for run in runs for summary in run.values() for j in summary["budgets_by_judge"]}
+    return [j for j in JUDGES if j in judged]
 
 
 def summary_stats(runs: list[dict[str, dict]], *path: str) -> dict[str, Stats | None]:
@@ -149,8 +157,8 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
               for key in ("choice_efficiency", "discovery")]
     wasted, unanswered = (summary_stats(runs, "waste", "from_cycle_3", key)
                           for key in ("waste_share", "unanswered_share"))
-    last = budget_label(BUDGETS[-1])
-    heads = [_head(j, budget_label(b)) for j in JUDGES for b in BUDGETS]
+    last, judges = budget_label(BUDGETS[-1]), judged_by(runs)
+    heads = [_head(j, budget_label(b)) for j in judges for b in BUDGETS]
     rows = ["| policy | " + " | ".join(heads) + f" | P_CS at {last} (ref) | choice efficiency (ref) | discovery (ref) "
             "| waste % | unanswered % | seconds |", "|---" * (len(heads) + 7) + "|"]
 
@@ -159,7 +167,7 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
         return policy not in ORACLES.values(), -s.mean if s else math.inf
 
     for p in sorted(pct, key=order):
-        cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in JUDGES for b in BUDGETS]
+        cells = [_cell(pct[p][j][budget_label(b)], len(runs), 100, 1, spread) for j in judges for b in BUDGETS]
         cells.append(_cell(pcs[p]["reference"][last], len(runs), 1, 2, spread))
         cells += [_cell(r[p], len(runs), 1, 2, spread) for r in regret]
         cells += [_cell(wasted[p], len(runs), 100, 1, spread), _cell(unanswered[p], len(runs), 100, 1, spread)]
@@ -168,7 +176,7 @@ def table(runs: list[dict[str, dict]], spread: str = "sd") -> list[str]:
 
 
 def pct_of_ideal(summary: dict, judge: str, budget: str) -> float | None:
-    cell = summary["budgets_by_judge"][judge].get(budget)
+    cell = summary["budgets_by_judge"].get(judge, {}).get(budget)
     return cell["pct_of_ideal"] if cell else None
 
 
@@ -184,7 +192,7 @@ def against_best_rival(summaries: dict[str, dict], policy: str, judge: str, budg
     if mine is None or not rivals or max(rivals)[0] <= 0:
         return None
     best, rival = max(rivals)
-    oracle = pct_of_ideal(summaries[ORACLES[judge]], judge, budget) if ORACLES[judge] in summaries else None
+    oracle = pct_of_ideal(summaries[ORACLES[judge]], judge, budget) if ORACLES.get(judge) in summaries else None
     headroom = (mine - best) / (oracle - best) if oracle is not None and oracle > best else None
     return {"mine": mine, "best": best, "rival": rival, "oracle": oracle, "ratio": mine / best, "headroom": headroom}
 
@@ -200,7 +208,7 @@ def paired(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
     rival is missing."""
     if not runs or any(policy not in r or len(set(r) - set(ORACLES.values())) < 2 for r in runs):
         return []
-    cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
+    cols = [(j, budget_label(b)) for j in judged_by(runs) for b in BUDGETS[-2:]]
     rows = ["| run | " + " | ".join(_head(j, b) for j, b in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     ratios: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
     headrooms: dict[tuple[str, str], list[float]] = {c: [] for c in cols}
@@ -229,7 +237,7 @@ def headroom_table(runs: list[dict[str, dict]]) -> list[str]:
     reference judge's mean headroom at the largest budget: per judge at the two largest budgets the ratio to the
     best rival of the same run and the headroom captured (:func:`against_best_rival`), as mean (min–max) over the
     runs, "(n of N runs)" when some runs have none."""
-    cols = [(j, budget_label(b)) for j in JUDGES for b in BUDGETS[-2:]]
+    cols = [(j, budget_label(b)) for j in judged_by(runs) for b in BUDGETS[-2:]]
     policies = sorted({p for run in runs for p in run} - set(ORACLES.values()))
     figures: dict[str, dict[tuple[str, str, str], list[float]]] = {p: {} for p in policies}
     for p in policies:
@@ -259,16 +267,16 @@ def _mean_pct(runs: list[dict[str, dict]], policy: str, judge: str, budget: str)
     return statistics.fmean(values) if values and None not in values else None
 
 
-def held_fixed(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
-    """Markdown rows, one per judge and budget (the two largest), over ``runs`` pooled (several snapshots' runs
-    together): ``policy``'s mean % of ideal against the strongest rival *held fixed* (the other policy with the highest
-    mean over the same runs), the ratio of the means, the lowest ratio in one run, and the headroom captured on the
+def held_fixed_figures(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[dict]:
+    """Per judge and budget (the two largest), over ``runs`` pooled (several snapshots' runs together): ``policy``'s
+    mean % of ideal (``mine``) against the strongest rival *held fixed* (``rival``: the other policy with the highest
+    mean over the same runs, judged by that judge in every run; ``best``: its mean), ``ratio`` of the means,
+    ``lowest`` ratio in one run, the judge's oracle mean (None without its run) and the ``headroom`` captured on the
     means, (policy − rival) ÷ (oracle − rival). Empty unless every run has ``policy``."""
     if not runs or any(policy not in r for r in runs):
         return []
     rivals = {p for r in runs for p in r} - {policy, *ORACLES.values()}
-    rows = [f"| judge | budget | {policy} | strongest rival held fixed | ratio of the means | lowest ratio in a run "
-            "| oracle | headroom on the means |", "|---" * 8 + "|"]
+    out = []
     for j in JUDGES:
         for b in map(budget_label, BUDGETS[-2:]):
             means = {p: m for p in rivals if (m := _mean_pct(runs, p, j, b)) is not None}
@@ -276,13 +284,32 @@ def held_fixed(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]
             if not means or mine is None:
                 continue
             rival = max(means, key=means.get)
-            oracle = _mean_pct(runs, ORACLES[j], j, b)
-            lowest = min(pct_of_ideal(r[policy], j, b) / pct_of_ideal(r[rival], j, b) for r in runs)
-            headroom = ("–" if oracle is None or oracle <= means[rival]
-                        else f"{(mine - means[rival]) / (oracle - means[rival]):.2f}")
-            rows.append(f"| {j} | {b} | {100 * mine:.1f} | {rival} {100 * means[rival]:.1f} | "
-                        f"{mine / means[rival]:.3f} | {lowest:.3f} | "
-                        f"{'–' if oracle is None else f'{100 * oracle:.1f}'} | {headroom} |")
+            oracle = _mean_pct(runs, ORACLES[j], j, b) if j in ORACLES else None
+            out.append({"judge": j, "budget": b, "mine": mine, "rival": rival, "best": means[rival],
+                        "ratio": mine / means[rival], "oracle": oracle,
+                        "lowest": min(pct_of_ideal(r[policy], j, b) / pct_of_ideal(r[rival], j, b) for r in runs),
+                        "headroom": None if oracle is None or oracle <= means[rival]
+                        else (mine - means[rival]) / (oracle - means[rival])})
+    return out
+
+
+def held_fixed(runs: list[dict[str, dict]], policy: str = "hybrid") -> list[str]:
+    """Markdown rows of :func:`held_fixed_figures`, one per judge and budget, then the panel minimum of each budget:
+    the lowest ratio of the means over the judges, and the judge it falls to. Empty unless every run has
+    ``policy``."""
+    figures = held_fixed_figures(runs, policy)
+    if not figures:
+        return []
+    rows = [f"| judge | budget | {policy} | strongest rival held fixed | ratio of the means | lowest ratio in a run "
+            "| oracle | headroom on the means |", "|---" * 8 + "|"]
+    for f in figures:
+        oracle = "–" if f["oracle"] is None else f"{100 * f['oracle']:.1f}"
+        headroom = "–" if f["headroom"] is None else f"{f['headroom']:.2f}"
+        rows.append(f"| {f['judge']} | {f['budget']} | {100 * f['mine']:.1f} | {f['rival']} {100 * f['best']:.1f} | "
+                    f"{f['ratio']:.3f} | {f['lowest']:.3f} | {oracle} | {headroom} |")
+    for b in dict.fromkeys(f["budget"] for f in figures):
+        low = min((f for f in figures if f["budget"] == b), key=lambda f: f["ratio"])
+        rows.append(f"| **panel minimum** | {b} | | | **{low['ratio']:.3f}** ({low['judge']}, {low['rival']}) | | | |")
     return rows
 
 
@@ -298,14 +325,17 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
     and policy, the mean ``late_gain`` over the runs' curves. A finding whose policies were not all run is
     left out, and a last line names it."""
     pct, pcs = aggregate(runs), aggregate(runs, "p_cs")
-    # judged at the largest budget every policy reached in some run (a short run leaves the larger ones empty)
-    reached = [budget_label(b) for b in BUDGETS if all(pct[p][j][budget_label(b)] for p in pct for j in JUDGES)]
+    # by the judges that judged every policy (results kept from before a judge joined the panel lack it), at the
+    # largest budget every policy reached in some run (a short run leaves the larger ones empty)
+    judges = [j for j in judged_by(runs) if all(j in r[p]["budgets_by_judge"] for r in runs for p in r)]
+    reached = [budget_label(b) for b in BUDGETS if all(pct[p][j][budget_label(b)] for p in pct for j in judges)]
     if not reached:
         return [f"- no budget was reached by every policy on {name}: run more cycles"]
     b0, b1 = reached[0], reached[-1]
-    late = {j: {p: 100 * pct[p][j][b1].mean for p in pct} for j in JUDGES}
-    early = {j: {p: 100 * pct[p][j][b0].mean for p in pct} for j in JUDGES}
-    cho = {j: {p: pcs[p][j][b1].mean for p in pcs} for j in JUDGES}
+    late = {j: {p: 100 * pct[p][j][b1].mean for p in pct} for j in judges}
+    early = {j: {p: 100 * pct[p][j][b0].mean for p in pct} for j in judges}
+    cho = {j: {p: pcs[p][j][b1].mean for p in pcs} for j in judges}
+    gains = {j: gains[j] for j in judges}
     runs_note = f"mean of {len(runs)} run{'s' if len(runs) > 1 else ''}"
 
     def verdict(holds: bool) -> str:

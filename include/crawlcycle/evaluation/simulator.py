@@ -18,7 +18,7 @@ refresh nothing (``refresh_policy`` none) unless the settings name a refresh pol
 ``refresh_policies`` runs each refresh policy, as ``policies`` runs each ordering policy.
 
 The ground truth (``crawlcycle.evaluation.ground_truth``: every page's true impact and each query's top K, by the
-reference ranker and by an independent judge) is computed once per web, workload, settings and code, and kept in
+reference ranker and by each judge of the panel) is computed once per web, workload, settings and code, and kept in
 the cache folder (``--cache``, default ``<data_dir>/simulation-cache``) with the parse cache that its parse fills:
 every run's cycles read the parse results from there instead of parsing the same bytes again. A series has one per
 cycle, of the web served at that cycle (``cycle_truths``); cycles serving the same web share one. Runs go side by
@@ -40,7 +40,7 @@ policy's when only those vary, ``<policy>+<refresh policy>`` when both do):
   TLS handshake with the plain-HTTP snapshot server.
 - ``curve.csv``: one row per first fetch of a URL: ``fetched`` (fetches so far), ``fraction`` (of the pages of
   cycle 1's web), ``policy`` and ``ideal`` (cumulative true impact share in cycle 1's web; the ideal fetches pages
-  by descending true impact), the same by the independent judge (``policy_bm25s``, ``ideal_bm25s``),
+  by descending true impact), the same by each judge of the panel (``policy_<judge>``, ``ideal_<judge>``),
   ``p_cs`` (Cho's crawl-and-stop: share of the fetched pages that are among the top ``fetched`` pages by
   in-degree) and ``p_st`` (share of the hot pages fetched; hot = top ``HOT_SHARE`` of pages by in-degree in
   the full snapshot link graph). A fetch credits the page it ended on (the redirect target), once.
