@@ -409,13 +409,15 @@ def test_real_pages_in_pool_and_in_process(real_warc, tmp_path):
 
 def test_extractors_on_real_pages(real_warc, tmp_path):
     """trafilatura_text keeps trafilatura's title, description and main text of real documentation pages,
-    without its date; resiliparse keeps the same title and finds the same main content, not the navigation."""
+    without its date; resiliparse keeps the same title and finds the same main content, not the navigation; visible
+    keeps the navigation too, and every word of the main content."""
     warc, _ = real_warc
     pages = {name: {p["url"]: p for p in (parse_warcs([warc], tmp_path / name, settings(extractor=name)) and
                                           read(tmp_path / name, "pages"))}
-             for name in ("trafilatura", "trafilatura_text", "resiliparse")}
+             for name in ("trafilatura", "trafilatura_text", "resiliparse", "visible")}
     full, text_only, resili = pages["trafilatura"], pages["trafilatura_text"], pages["resiliparse"]
-    assert full.keys() == text_only.keys() == resili.keys()
+    visible = pages["visible"]
+    assert full.keys() == text_only.keys() == resili.keys() == visible.keys()
     for url, page in full.items():
         assert {k: v for k, v in text_only[url].items() if k != "date"} == {k: v for k, v in page.items()
                                                                          if k != "date"}, url
@@ -427,6 +429,10 @@ def test_extractors_on_real_pages(real_warc, tmp_path):
     about = "http://python.docs.test/about.html"
     for extracted in (full[about], resili[about]):
         assert "Sphinx" in extracted["text"] and "modules |" not in extracted["text"]
+    assert "modules |" in visible[about]["text"] and visible[about]["title"] == resili[about]["title"]
+    kept = [len(set(resili[u]["text"].split()) & set(visible[u]["text"].split())) / len(set(resili[u]["text"].split()))
+            for u in resili if resili[u]["text"]]
+    assert min(kept) > 0.9 and sorted(kept)[len(kept) // 2] == 1.0, "the visible text holds the main content's words"
     shared = [url for url in full if full[url]["text"] and resili[url]["text"]]
     assert len(shared) >= len(full) - 3
     overlap = [len(set(full[u]["text"].split()) & set(resili[u]["text"].split())) / len(set(full[u]["text"].split()))

@@ -17,13 +17,16 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from crawlcycle.contracts.errors import InputError
 from crawlcycle.db import connect, migrate
+from crawlcycle.evaluation.judge import Judge, judge_top_k
 from crawlcycle.models.refit import refit_link_graph
 from crawlcycle.parse.warc_records import parse_warcs
 from crawlcycle.ranking import ranker
 from crawlcycle.ranking.query_log import normalize_query
+from crawlcycle.ranking.ranker_fit import fit_ranker
 from crawlcycle.settings import Settings, SettingsError
-from crawlcycle.settings.sources import load_settings
+from crawlcycle.settings.sources import load_settings, with_overrides
 
 UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 INDEX_TABLES = {  # index tables by URL, so that two indexes with other page numbers compare equal
@@ -339,3 +342,96 @@ def test_loaded_results_replace_the_reference_ranking(tmp_path: Path) -> None:
 def test_ranking_settings_are_checked(name: str, value: object, message: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(message)):
         load_settings(overrides={"user_agent": UA, name: value}, environ={})
+
+
+def test_the_analyzer_drops_stop_words_stems_and_caps_fields() -> None:
+    text = pl.DataFrame({"t": ["The Runners were running to the Stations"]})
+    assert text.select(ranker.terms(pl.col("t")))["t"][0].to_list() == ["runners", "were", "running", "stations"]
+    english = ranker.Analyzer(stopwords=(), stemmer="english")
+    assert text.select(ranker.terms(pl.col("t"), english))["t"][0].to_list() == [
+        "the", "runner", "were", "run", "to", "the", "station"]
+    settings = Settings(ranker_stemmer="german", ranker_stopwords="none", ranker_field_words=5)
+    assert ranker.Analyzer.of(settings) == ranker.Analyzer((), "german", 5)
+    assert ranker.Analyzer.of(Settings()) == ranker.DEFAULT_ANALYZER
+
+
+def test_an_index_built_with_another_analyzer_is_rebuilt_whole(real_crawl, tmp_path: Path) -> None:
+    pages, links = real_crawl
+    stemmed = ranker.Analyzer(stopwords=(), stemmer="english", field_words=40)
+    with connect(make_settings(tmp_path / "fresh")) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        ranker.index_pages(con, 1, stemmed)
+        fresh = index_digest(con)
+        assert con.execute("SELECT max(length) FROM posting_lengths WHERE field <> 'anchor'").fetchone()[0] == 40
+        assert con.execute("SELECT count(*) FROM postings WHERE term IN ('the', 'function')").fetchone()[0] > 0
+        assert con.execute("SELECT count(*) FROM postings WHERE term = 'functions'").fetchone()[0] == 0
+    with connect(make_settings(tmp_path / "changed")) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        ranker.index_pages(con, 1)
+        default = index_digest(con)
+        assert default != fresh
+        ranker.index_pages(con, 1, stemmed)
+        assert index_digest(con) == fresh
+        ranker.index_pages(con, 1)
+        assert index_digest(con) == default
+        assert con.sql("SELECT analyzer FROM posting_analyzer").fetchall() == [(ranker.DEFAULT_ANALYZER.key(),)]
+
+
+def test_queries_go_through_the_ranker_s_analyzer(real_crawl, tmp_path: Path) -> None:
+    pages, links = real_crawl
+    settings = make_settings(tmp_path, ranker_stemmer="english")
+    with connect(settings) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        refit_link_graph(con, 1)
+        ranker.index_pages(con, 1, ranker.Analyzer.of(settings))
+        # "rebasing" is on no page as written: its stem is, as the page's "rebase" is
+        assert next(iter(ranker.score_pages(con, settings, "rebasing git"))) == REAL_ANSWERS["git rebase"]
+        assert con.execute("SELECT count(*) FROM postings WHERE term = 'rebasing'").fetchone()[0] == 0
+
+
+def test_fit_ranker_moves_the_ranker_toward_a_real_engine_and_leaves_the_crawl_alone(real_crawl, tmp_path: Path,
+                                                                                    shared: Path) -> None:
+    pages, links = real_crawl
+    # a real engine's result lists: tantivy, stemming, no stop words, its title field boosted 3 times, over the
+    # titles and main texts of the crawl's pages plus pages the crawl never fetched
+    unfetched = pl.DataFrame({"url": ["http://python.docs.test/never-fetched.html"], "title": ["Python argparse"],
+                              "text": ["argparse argparse argparse"]})
+    queries = [*REAL_ANSWERS, *pages["title"].drop_nulls().to_list(),
+               *(shared / "queries" / "csn_queries.csv").read_text().splitlines()[1:60]]
+    workload = pl.DataFrame({"query": queries, "frequency": [1] * len(queries)}).unique("query")
+    engine = Judge("engine", "tantivy", "main", stemmer="english", stopwords=False, title_boost=3.0)
+    shown = judge_top_k(engine, pl.concat([pages.select("url", "title", "text"), unfetched]), workload, 10)
+    log = tmp_path / "results" / "dt=2026-11-02"
+    log.mkdir(parents=True)
+    shown.select("query", "rank", "url").write_csv(log / "engine.tsv", separator="\t", include_header=False)
+    settings = make_settings(tmp_path, results_log_dir=str(tmp_path / "results"))
+    with connect(settings) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        refit_link_graph(con, 1)
+        ranker.index_pages(con, 1)
+        crawl = index_digest(con)
+    lines: list[str] = []
+    fit = fit_ranker(settings, progress=lines.append)
+    assert fit.day == date(2026, 11, 2) and fit.results_elsewhere >= 1 and fit.trials == len(lines) > 10
+    assert fit.after > fit.before + 0.05, fit
+    assert (fit.changed["ranker_stemmer"], fit.changed["ranker_stopwords"]) == ("english", "none")  # as the engine
+    assert fit.changed and set(fit.changed) <= {"ranker_stemmer", "ranker_stopwords", "bm25_weights", "bm25_k1",
+                                                "prestige_weight"}
+    # the fitted settings reproduce the fitted overlap when the crawl is ranked with them
+    with connect(settings) as con:
+        assert index_digest(con) == crawl
+    again = fit_ranker(with_overrides(settings, fit.changed), progress=lambda m: None)
+    assert again.before == pytest.approx(fit.after) and again.after >= again.before
+
+
+def test_fit_ranker_says_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="setting results_log_dir: empty"):
+        fit_ranker(make_settings(tmp_path))
+    (tmp_path / "results" / "dt=2026-11-02").mkdir(parents=True)
+    (tmp_path / "results" / "dt=2026-11-02" / "engine.tsv").write_text("python argparse\tfirst\thttp://a.test/\n")
+    with pytest.raises(InputError, match=r"results .*engine.tsv: needs columns query, rank \(integer\)"):
+        fit_ranker(make_settings(tmp_path, results_log_dir=str(tmp_path / "results")))

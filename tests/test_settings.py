@@ -148,7 +148,7 @@ def test_every_declared_bound_is_checked(name: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "value", "message"), [
-    ("extractor", "lynx", "choose one of trafilatura_text, trafilatura, resiliparse, got 'lynx'"),
+    ("extractor", "lynx", "choose one of trafilatura_text, trafilatura, resiliparse, visible, got 'lynx'"),
     ("rw_damping", 1.0, "must lie in (0, 1), got 1.0"),
     ("match_share", 0.0, "must lie in (0, 1], got 0.0"),
     ("gate_max_error_share", 1.5, "must lie in [0, 1], got 1.5"),

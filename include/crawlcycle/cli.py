@@ -326,6 +326,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fit_ranker(args: argparse.Namespace) -> int:
+    import json
+
+    from crawlcycle.ranking.ranker_fit import fit_ranker
+
+    settings = _settings(args)
+    fit = fit_ranker(settings, date.fromisoformat(args.day) if args.day else None, args.queries,
+                     progress=(lambda m: None) if args.quiet else (lambda m: print(m, flush=True)))
+    print(f"results log dt={fit.day}: {fit.queries:,} queries, {fit.results:,} results on pages the crawl indexed "
+          f"({fit.results_elsewhere:,} on pages it has not: left out); {fit.trials} trials")
+    print(f"top-{settings.top_k} overlap with your engine: {fit.before:.3f} with the settings now, "
+          f"{fit.after:.3f} fitted")
+    if fit.changed:
+        print("put these in the [ranking] section of your settings file:")
+        print("\n".join(f"{name} = {json.dumps(value)}" for name, value in fit.changed.items()))
+    else:
+        print("the settings now fit best: nothing to change")
+    return 0
+
+
 def cmd_airflow_env(args: argparse.Namespace) -> int:
     from crawlcycle.airflow.environment import airflow_env, airflow_home
     from crawlcycle.airflow.instance_lock import running
@@ -415,6 +435,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "web server (default 1; more than the cores gains nothing)")
     p.add_argument("--cache", help="folder keeping ground truths and parse results between runs "
                                    "(default: <data_dir>/simulation-cache)")
+    p = add("fit-ranker", cmd_fit_ranker, "fit the reference ranker's analyzer, field weights, k1 and prestige "
+            "weight to your engine's result lists (setting results_log_dir) on a copy of the crawl; print the top-K "
+            "overlap before and after and the settings to change", ("storage", "ranking"))
+    p.add_argument("--day", help="the results-log partition, YYYY-MM-DD (default: the latest)")
+    p.add_argument("--queries", type=int, default=2000, help="queries compared at most, a seeded sample (default "
+                                                             "2000)")
+    p.add_argument("--quiet", action="store_true", help="print only the outcome, not each trial")
     p = add("fault-run", cmd_fault_run, "crawl N cycles straight and again with SIGKILLs at random points, each "
             "killed task retried; compare every table; exit 1 on any difference")
     p.add_argument("--cycles", type=int, default=10, help="cycles of each crawl (default 10)")

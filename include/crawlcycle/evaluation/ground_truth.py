@@ -55,8 +55,8 @@ _TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ran
 _TRUTH_SQL = ("ranking/ranker/*.sql", "pipeline/update/discovered_urls.sql", "pipeline/update/merge_parse.sql",
               "models/graph/*.sql", "evaluation/ground_truth/*.sql", "models/refit/link_measures.sql",
               "migrations/*.sql", "views/*.sql")
-_RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth",
-                    "max_urls_per_host")
+_RANKER_SETTINGS = ("top_k", "bm25_k1", "bm25_weights", "bm25_b", "prestige_weight", "bm25_depth", "ranker_stemmer",
+                    "ranker_stopwords", "ranker_field_words", "max_urls_per_host")
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _compute_truth(settings: Settings, snapshots: list[Path], query_file: Path, 
         run_sql(con, "pipeline/update/merge_parse", cycle=1, max_urls_per_host=settings.max_urls_per_host,
                 scope=Settings().scope_rules())
         refit.refit_link_graph(con, 1)
-        ranker.index_pages(con, 1)
+        ranker.index_pages(con, 1, ranker.Analyzer.of(settings))
         ranker.rank_queries(con, settings, 1, workload["query"].to_list())
         pages = query(con, "evaluation/ground_truth/truth_pages")
         reference = query(con, "evaluation/ground_truth/reference_top_k", cycle=1)

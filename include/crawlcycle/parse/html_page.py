@@ -175,9 +175,9 @@ def _extract(tree, html: str, url: str, extractor: str) -> tuple[str | None, str
         pass
     head.title = head.title or extract_title(tree)
     head.clean_and_trim()
-    if extractor == "resiliparse":
-        text = extract_plain_text(HTMLTree.parse(html), main_content=True, links=False, alt_texts=False,
-                                  list_bullets=False, comments=False)
+    if extractor in ("resiliparse", "visible"):
+        text = extract_plain_text(HTMLTree.parse(html), main_content=extractor == "resiliparse", links=False,
+                                  alt_texts=False, list_bullets=False, comments=False)
     else:
         doc = bare_extraction(tree, url=url, fast=True, include_comments=False)
         text = doc.text if doc is not None else None

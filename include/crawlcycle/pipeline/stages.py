@@ -340,7 +340,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         graph = part("link_graph", lambda: refit.refit_link_graph(con, cycle))
         grams = part("ngram_index", lambda: ngram_index.update(con, settings, cycle))
         evidence = part("evidence_index", lambda: evidence_index.update(con, cycle))
-        indexed = part("ranker_index", lambda: ranker.index_pages(con, cycle))
+        indexed = part("ranker_index", lambda: ranker.index_pages(con, cycle, ranker.Analyzer.of(settings)))
         ranked = part("rank_queries", lambda: ranker.rank_queries(con, settings, cycle))
         part("improvability", lambda: improvability.measure(con, cycle))
         fit = part("improvability_fit", lambda: improvability.fit(con, cycle))

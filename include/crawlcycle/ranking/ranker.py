@@ -5,7 +5,10 @@ Index (tables of ``sql/migrations/003_postings.sql``): per indexed page the term
 (host and path, percent-decoded), with field lengths, document frequencies and average field lengths.
 Terms come from :func:`terms`, the one tokenizer of page and query text: ``normalize_query`` (NFKC, lower
 case), then maximal runs of Unicode letters and digits (underscores and punctuation split), minus
-``STOPWORDS``.
+``STOPWORDS``. The ranker's own :class:`Analyzer` (settings ``ranker_stopwords``, ``ranker_stemmer``,
+``ranker_field_words``) can drop no stop word, stem with a Snowball stemmer and cap each field's terms, to look
+like another engine; the index remembers the analyzer it was built with (``posting_analyzer``) and is rebuilt
+whole when it changes.
 
 Score (``sql/ranking/ranker/weights.sql``): BM25F with one k1 and per-field weights and b (settings ``bm25_k1``,
 ``bm25_weights``, ``bm25_b``), plus ``prestige_weight * ln(1 + pagerank * known URLs)``: a page of average
@@ -22,15 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from urllib.parse import unquote
 
 import duckdb
 import polars as pl
+import Stemmer
 
-from crawlcycle.contracts.canonical import UrlRejected, canonicalize
 from crawlcycle.db import query, run_sql, scalar, staged, transaction
 from crawlcycle.ranking.query_log import normalize_query
+from crawlcycle.ranking.results_log import read_results
 from crawlcycle.settings import RANK_FIELDS, Settings
 
 # The stop set of Lucene's EnglishAnalyzer: function words that almost every English page holds.
@@ -41,11 +47,53 @@ _TERM = r"[^\W_]+"
 CHUNK_PAGES = 5000  # pages tokenized at once: bounds memory when a large crawl is indexed in one run
 
 
-def terms(text: pl.Expr) -> pl.Expr:
-    """The terms of each text, in order, repeats kept: those of ``normalize_query``'s text, computed on the column
-    (a Python call per text would bound every index build)."""
-    return (text.map_batches(_nfkc_lower, return_dtype=pl.String).str.extract_all(_TERM)
-            .list.filter(~pl.element().is_in(STOPWORDS)))
+@dataclass(frozen=True)
+class Analyzer:
+    """How the reference ranker turns text into terms beyond :func:`terms`' tokens: the stop words it drops, the
+    Snowball stemmer it applies (None: none) and the terms of each field it indexes (None: all)."""
+
+    stopwords: tuple[str, ...] = STOPWORDS
+    stemmer: str | None = None
+    field_words: int | None = None
+
+    @staticmethod
+    def of(settings: Settings) -> Analyzer:
+        return Analyzer(STOPWORDS if settings.ranker_stopwords == "english" else (),
+                        None if settings.ranker_stemmer == "none" else settings.ranker_stemmer,
+                        settings.ranker_field_words or None)
+
+    def key(self) -> str:
+        """What the index's terms depend on: an index built with another key is rebuilt."""
+        return f"stop={len(self.stopwords)};stem={self.stemmer or 'none'};words={self.field_words or 0}"
+
+
+DEFAULT_ANALYZER = Analyzer()
+
+
+def terms(text: pl.Expr, analyzer: Analyzer = DEFAULT_ANALYZER) -> pl.Expr:
+    """The terms of each text, in order, repeats kept: those of ``normalize_query``'s text minus the analyzer's stop
+    words, stemmed by its stemmer, computed on the column (a Python call per text would bound every index build)."""
+    tokens = text.map_batches(_nfkc_lower, return_dtype=pl.String).str.extract_all(_TERM)
+    if analyzer.stopwords:
+        tokens = tokens.list.filter(~pl.element().is_in(analyzer.stopwords))
+    if analyzer.stemmer:
+        tokens = tokens.map_batches(lambda lists: _stemmed(lists, analyzer.stemmer),
+                                    return_dtype=pl.List(pl.String))
+    return tokens
+
+
+@cache
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(language)
+
+
+def _stemmed(lists: pl.Series, language: str) -> pl.Series:
+    """Each list of terms with every term stemmed: each distinct term once through the Snowball stemmer."""
+    vocabulary = lists.explode().drop_nulls().unique()
+    if vocabulary.is_empty():
+        return lists
+    stems = pl.Series(_stemmer(language).stemWords(vocabulary.to_list()), dtype=pl.String)
+    return lists.list.eval(pl.element().replace_strict(vocabulary, stems))
 
 
 def _nfkc_lower(texts: pl.Series) -> pl.Series:
@@ -68,19 +116,25 @@ def _where(values: pl.Series, mask: pl.Series, change: Callable[[pl.Series], pl.
     return values.scatter(mask.arg_true(), change(values.filter(mask))) if mask.any() else values
 
 
-def _postings(fields: pl.DataFrame) -> pl.DataFrame:
-    """(url, field, term, tf) of frame (url, field, content, n): content counted n times."""
+def _postings(fields: pl.DataFrame, analyzer: Analyzer) -> pl.DataFrame:
+    """(url, field, term, tf) of frame (url, field, content, n): content counted n times, each content's first
+    ``analyzer.field_words`` terms only when that is set."""
     # the content goes before the explode, which repeats every other column once per term: a page of a megabyte
     # of text repeated for each of its words took tens of GB
-    return (fields.select("url", "field", "n", term=terms(pl.col("content"))).explode("term").drop_nulls("term")
+    found = terms(pl.col("content"), analyzer)
+    if analyzer.field_words:
+        found = found.list.head(analyzer.field_words)
+    return (fields.select("url", "field", "n", term=found).explode("term").drop_nulls("term")
             .group_by("url", "field", "term").agg(tf=pl.col("n").sum().cast(pl.Int32)))
 
 
-def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
+def index_pages(con: duckdb.DuckDBPyConnection, cycle: int, analyzer: Analyzer = DEFAULT_ANALYZER) -> dict[str, int]:
     """Bring the index up to date after cycle ``cycle``: index the pages not indexed yet, drop pages that are no
-    longer indexable, and rewrite the anchor field of pages with new in-links. Running it again for the same
-    cycle leaves the same tables. Returns how many pages got their content fields and anchor field written."""
+    longer indexable, and rewrite the anchor field of pages with new in-links; an index built with another
+    ``analyzer`` is emptied first, so that every page is indexed anew. Running it again for the same cycle leaves
+    the same tables. Returns how many pages got their content fields and anchor field written."""
     with transaction(con):
+        run_sql(con, "ranking/ranker/analyzer", analyzer=analyzer.key())
         run_sql(con, "ranking/ranker/sync_docs", cycle=cycle)
         counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
         # Every chunk's input is read from links and pages in one pass, and every chunk's output is written to the
@@ -88,13 +142,13 @@ def index_pages(con: duckdb.DuckDBPyConnection, cycle: int) -> dict[str, int]:
         # of the crawl.
         run_sql(con, "ranking/ranker/refresh_inputs")
         for first in range(1, counts["anchor_pages"][0] + 1, CHUNK_PAGES):
-            _index_chunk(con, first, first + CHUNK_PAGES - 1)
+            _index_chunk(con, first, first + CHUNK_PAGES - 1, analyzer)
         run_sql(con, "ranking/ranker/write_postings", cycle=cycle)
         run_sql(con, "ranking/ranker/index_stats")
     return counts.row(0, named=True)
 
 
-def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
+def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int, analyzer: Analyzer) -> None:
     """Tokenize the fields of pages ``first``..``last`` of r_refresh into s_rewrite and s_postings."""
     pages = query(con, "ranking/ranker/content", first=first, last=last)
     anchors = query(con, "ranking/ranker/anchors", first=first, last=last)
@@ -102,7 +156,8 @@ def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int) -> None:
         pages.select("url", field=pl.lit(name), content=column, n=pl.lit(1, dtype=pl.Int64))
         for name, column in (("title", pl.col("title")), ("text", pl.col("text")), ("url", url_text(pl.col("url"))))
     ] + [anchors.select("url", field=pl.lit("anchor"), content="anchor", n="links")])
-    with staged(con, s_chunk_rewrite=fields.select("url", "field").unique(), s_chunk_postings=_postings(fields)):
+    with staged(con, s_chunk_rewrite=fields.select("url", "field").unique(),
+                s_chunk_postings=_postings(fields, analyzer)):
         con.execute("INSERT INTO s_rewrite SELECT url, field FROM s_chunk_rewrite")
         con.execute("INSERT INTO s_postings SELECT url, field, term, tf FROM s_chunk_postings")
 
@@ -112,7 +167,8 @@ def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[s
     """Stage the queries (s_queries), their terms (s_query_terms) and the terms' BM25F weights in the pages holding
     them (r_weights), with integer ids for queries and terms."""
     query_frame = pl.DataFrame({"query": sorted(set(queries))}, schema={"query": pl.String}).with_row_index("qid")
-    query_terms = (query_frame.select("qid", term=terms(pl.col("query"))).explode("term").drop_nulls("term").unique()
+    query_terms = (query_frame.select("qid", term=terms(pl.col("query"), Analyzer.of(settings))).explode("term")
+                   .drop_nulls("term").unique()
                    .with_columns(tid=pl.col("term").rank("dense").cast(pl.UInt32)))
     weights, bs = settings.field_values("bm25_weights"), settings.field_values("bm25_b")
     try:
@@ -162,10 +218,11 @@ def copy_scores(con: duckdb.DuckDBPyConnection, settings: Settings, copies: pl.D
     the query."""
     fields = pl.concat([copies.select("url", field=pl.lit(name), content=pl.col(name), n=pl.lit(1, dtype=pl.Int64))
                         for name in ("title", "text")])
-    pair_terms = (pairs.select("query", "url", term=terms(pl.col("query"))).explode("term").drop_nulls("term")
-                  .unique())
+    analyzer = Analyzer.of(settings)
+    pair_terms = (pairs.select("query", "url", term=terms(pl.col("query"), analyzer)).explode("term")
+                  .drop_nulls("term").unique())
     weights, bs = settings.field_values("bm25_weights"), settings.field_values("bm25_b")
-    with staged(con, s_copy_postings=_postings(fields), s_pair_terms=pair_terms):
+    with staged(con, s_copy_postings=_postings(fields, analyzer), s_pair_terms=pair_terms):
         return query(con, "ranking/ranker/copy_scores", fields=list(RANK_FIELDS),
                      weights=[weights[f] for f in RANK_FIELDS], bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1,
                      prestige_weight=settings.prestige_weight)
@@ -190,39 +247,9 @@ def score_pages(con: duckdb.DuckDBPyConnection, settings: Settings, text: str) -
 
 
 def load_results(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int, path: str | Path) -> int:
-    """Replace cycle ``cycle``'s results with another engine's top K; return the rows written.
-
-    ``path``: Parquet with columns query, rank, url and optionally score, or TSV without a header,
-    ``query<TAB>rank<TAB>url[<TAB>score]``. Queries are normalised and URLs canonicalized like the crawler's;
-    ranks beyond ``top_k`` are dropped; a missing score is 1 / rank."""
-    path = Path(path)
-    if path.suffix == ".parquet":
-        df = pl.read_parquet(path)
-    else:
-        df = pl.read_csv(path, separator="\t", has_header=False, quote_char=None, infer_schema=False)
-        if df.width not in (3, 4):
-            raise ValueError(f"results {path}: expected 3 or 4 tab-separated columns, got {df.width}")
-        df.columns = ["query", "rank", "url", "score"][:df.width]
-    if "score" not in df.columns:
-        df = df.with_columns(score=None)
-    try:
-        df = df.select(pl.col("query").cast(pl.String), pl.col("rank").cast(pl.Int32), pl.col("url").cast(pl.String),
-                       pl.col("score").cast(pl.Float64))
-    except (pl.exceptions.ColumnNotFoundError, pl.exceptions.InvalidOperationError) as e:
-        raise ValueError(f"results {path}: needs columns query, rank (integer), url, score (optional): {e}") from None
-    bad = df.filter(pl.any_horizontal(pl.col("query", "rank", "url").is_null()) | (pl.col("rank") < 1))
-    if bad.height:
-        raise ValueError(f"results {path}: {bad.height} rows without a query, rank >= 1 or url; first: {bad.row(0)}")
-    df = df.filter(pl.col("rank") <= settings.top_k)
-    try:
-        urls = [canonicalize(url, rules=settings.url_rules) for url in df["url"]]
-    except UrlRejected as e:
-        raise ValueError(f"results {path}: URL rejected, {e}") from None
-    df = df.with_columns(pl.col("query").map_elements(normalize_query, return_dtype=pl.String),
-                         url=pl.Series(urls, dtype=pl.String), score=pl.col("score").fill_null(1 / pl.col("rank")))
-    repeated = df.filter(pl.struct("query", "rank").is_duplicated())
-    if repeated.height:
-        raise ValueError(f"results {path}: query and rank repeat, e.g. {repeated.row(0)}")
+    """Replace cycle ``cycle``'s results with another engine's top K from one results file (a file of a results-log
+    partition, :func:`crawlcycle.ranking.results_log.read_results`); return the rows written."""
+    df = read_results(Path(path), settings)
     with staged(con, s_results=df), transaction(con):
         con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
         con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'loaded' FROM s_results",

@@ -58,9 +58,16 @@ ODDS_BARS = ("crawled", "frontier")
 HYBRID_MIXES = ("fixed", "learnt")
 RECOMPUTE_MODES = ("changed", "full")
 MISSING_QUERY_LOG = ("latest", "empty", "fail", "wait")
-EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse")
+EXTRACTORS = ("trafilatura_text", "trafilatura", "resiliparse", "visible")
+# The reference ranker's analyzer: no stemmer, or a Snowball language (PyStemmer's algorithms); its stop words.
+STEMMERS = ("none", "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "english", "finnish",
+            "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali",
+            "norwegian", "porter", "portuguese", "romanian", "russian", "serbian", "spanish", "swedish", "tamil",
+            "turkish", "yiddish")
+STOP_LISTS = ("english", "none")
 CHANGE_MODELS = ("poisson", "bursts")
-PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "snapshot", "parse_cache", "oracle_impact")
+PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "results_log_dir", "snapshot", "parse_cache",
+                 "oracle_impact")
 # The sections, in the order of the settings reference and of `write_toml`.
 SECTIONS = ("storage", "orchestration", "scope", "fetch", "politeness", "parse", "ranking", "ordering", "refresh",
             "quality", "demo")
@@ -214,9 +221,13 @@ class Settings:
                            "comments left out; title and description by trafilatura's rules, the date only as the "
                            "page declares it in meta tags or JSON-LD), trafilatura (also trafilatura's whole "
                            "metadata pass: date, author, ...; half the speed) or resiliparse "
-                           "(Resiliparse's main content: four times faster again, less precise)", choices=EXTRACTORS)
+                           "(Resiliparse's main content: four times faster again, less precise) or visible (every "
+                           "visible word of the body, boilerplate and all, as engines that index the whole page "
+                           "read it)", choices=EXTRACTORS)
     # The query log and the reference ranker that says what users are shown.
     query_log_dir: str = ranking("data/demo-web/query_log", "query log partitions (dt=YYYY-MM-DD/*.tsv)")
+    results_log_dir: str = ranking("", "your engine's result lists, partitions dt=YYYY-MM-DD/*.tsv of "
+                                   "query<TAB>rank<TAB>url (or .parquet), read by `crawlcycle fit-ranker`; empty: none")
     missing_query_log: str = ranking("latest", "a cycle whose date has no query-log partition: 'latest' reads the "
                                      "latest earlier one, 'empty' runs without queries (hybrid then orders by "
                                      "prestige alone), 'fail' stops the cycle, 'wait' has Airflow wait up to "
@@ -233,6 +244,14 @@ class Settings:
                                      low=0)
     bm25_depth: int = ranking(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)",
                               low=1)
+    ranker_stemmer: str = ranking("none", "the reference ranker's stemmer, for page and query terms alike: none or a "
+                                  "Snowball language (english, german, ...); changing it re-indexes every page",
+                                  choices=STEMMERS)
+    ranker_stopwords: str = ranking("english", "stop words the reference ranker leaves out: english (Lucene's "
+                                    "English list) or none; changing it re-indexes every page", choices=STOP_LISTS)
+    ranker_field_words: int = ranking(0, "terms the reference ranker indexes of a page's title, text and URL and of "
+                                      "each anchor text, from the start (an engine's field length cap); 0 indexes "
+                                      "all; changing it re-indexes every page", low=0)
     # Which URLs the next batch takes.
     policy: str = ordering("hybrid", "ordering policy: " + ", ".join(POLICIES), check=policy_check)
     batch_size: int = ordering(400, "URLs fetched per cycle (c)", low=1)
