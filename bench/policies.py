@@ -305,6 +305,27 @@ def run_inputs(work: Path, snap: Snapshot, pages: dict[str, list[str]], r: int) 
     return seeds, write_workload(work / "queries.tsv", snap.workload(r))
 
 
+def real_snapshot(name: str, queries: int) -> Snapshot:
+    """A real snapshot (``REAL``) as the lab runs it: its WARC, home pages, batches and workload of ``queries``."""
+    warc = SHARED / "corpus" / "dev-docs.warc.gz" if name == "dev-docs" else built_warc(name)
+    texts = real_texts(warc)
+
+    def workload(r: int) -> list[tuple[str, int]]:
+        return policy_lab.zipf_workload(texts, queries, policy_lab.WORKLOAD_SEED + r)
+
+    if name == "dev-docs":
+        return Snapshot(warc, "/index.html", batch=100, cycles=8, workload=workload)
+    if name == "py-web-docs":
+        # 1,100 fetches, ~21 % of the 5,125 pages the simulator judges (dev-docs: 800 of 3,963): one host holds
+        # 80 % of them and per_host_cap (40) bounds its share of each batch, so the rest goes to the small hosts,
+        # links out of the snapshot and retries, and 10 % must still be reached. bash-doc has no index.html: its
+        # home page is the Bash Reference Manual.
+        return Snapshot(warc, ("/index.html", "/bashref.html"), batch=100, cycles=11, workload=workload)
+    # sci-docs: 1,200 fetches, ~20 % of the 6,008 responses the simulator judges (1,891 HTML pages, the rest images,
+    # style sheets and scripts the pages link to), as on dev-docs
+    return Snapshot(warc, "/index.html", batch=150, cycles=8, workload=workload)
+
+
 def compare_revision(args: argparse.Namespace, revision: tuple[str, Path], snapshots: dict[str, Snapshot],
                      policies: list[str] | None, overrides: dict[str, Any]) -> None:
     """``--compare REV``: the policies (default hybrid and the strongest rivals of each snapshot's committed results)
@@ -369,31 +390,7 @@ def main() -> None:
         revision = compare.revision(args.compare, args.work) if args.compare else None
     except compare.CompareError as e:
         raise SystemExit(f"--compare: {e}") from None
-    snapshots: dict[str, Snapshot] = {}
-    if args.only in (None, "dev-docs"):
-        warc = SHARED / "corpus" / "dev-docs.warc.gz"
-        dev_texts = real_texts(warc)
-        snapshots["dev-docs"] = Snapshot(
-            warc, "/index.html", batch=100, cycles=8,
-            workload=lambda r: policy_lab.zipf_workload(dev_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
-    if args.only in (None, "py-web-docs"):
-        warc = built_warc("py-web-docs")
-        py_texts = real_texts(warc)
-        # 1,100 fetches, ~21 % of the 5,125 pages the simulator judges (dev-docs: 800 of 3,963): one host holds
-        # 80 % of them and per_host_cap (40) bounds its share of each batch, so the rest goes to the small hosts,
-        # links out of the snapshot and retries, and 10 % must still be reached. bash-doc has no index.html: its
-        # home page is the Bash Reference Manual.
-        snapshots["py-web-docs"] = Snapshot(
-            warc, ("/index.html", "/bashref.html"), batch=100, cycles=11,
-            workload=lambda r: policy_lab.zipf_workload(py_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
-    if args.only in (None, "sci-docs"):
-        warc = built_warc("sci-docs")
-        sci_texts = real_texts(warc)
-        # 1,200 fetches, ~20 % of the 6,008 responses the simulator judges (1,891 HTML pages, the rest images,
-        # style sheets and scripts the pages link to), as on dev-docs
-        snapshots["sci-docs"] = Snapshot(
-            warc, "/index.html", batch=150, cycles=8,
-            workload=lambda r: policy_lab.zipf_workload(sci_texts, args.queries, policy_lab.WORKLOAD_SEED + r))
+    snapshots = {name: real_snapshot(name, args.queries) for name in REAL if args.only in (None, name)}
     if args.only in (None, "generated"):
         web = demo_web.generate(args.work / "generated-web", hosts=40, pages=args.pages)
         log = read_workload(sorted(web.query_log_dir.glob("dt=*/queries.tsv"))[0])

@@ -22,7 +22,7 @@ from crawlcycle.db import connect, migrate
 from crawlcycle.evaluation.judge import Judge, judge_top_k
 from crawlcycle.models.refit import refit_link_graph
 from crawlcycle.parse.warc_records import parse_warcs
-from crawlcycle.ranking import ranker
+from crawlcycle.ranking import engine_results, ranker
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.ranking.ranker_fit import fit_ranker
 from crawlcycle.settings import Settings, SettingsError
@@ -435,3 +435,54 @@ def test_fit_ranker_says_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "results" / "dt=2026-11-02" / "engine.tsv").write_text("python argparse\tfirst\thttp://a.test/\n")
     with pytest.raises(InputError, match=r"results .*engine.tsv: needs columns query, rank \(integer\)"):
         fit_ranker(make_settings(tmp_path, results_log_dir=str(tmp_path / "results")))
+
+
+def test_the_engine_s_result_lists_decide_for_the_pages_it_indexed(real_crawl, tmp_path: Path) -> None:
+    pages, links = real_crawl
+    queries = [normalize_query(q) for q in [*REAL_ANSWERS, *pages["title"].drop_nulls().to_list()[:40]]]
+    # the engine has indexed the cycle-1 pages only (tantivy, stemming, title boosted); its partition of the day
+    # before the cycle is read, the one of the day after is not
+    engine = Judge("engine", "tantivy", "main", stemmer="english", stopwords=False, title_boost=3.0)
+    workload = pl.DataFrame({"query": queries, "frequency": [1] * len(queries)}).unique("query")
+    shown = judge_top_k(engine, pages.filter(pl.col("cycle") == 1).select("url", "title", "text"), workload, 5)
+    for day, rows in (("2026-10-31", shown), ("2026-11-02", shown.with_columns(rank=pl.col("rank") * 10))):
+        (tmp_path / "results" / f"dt={day}").mkdir(parents=True)
+        rows.write_csv(tmp_path / "results" / f"dt={day}" / "engine.tsv", separator="\t", include_header=False)
+    settings = make_settings(tmp_path, top_k=5)
+    with connect(settings) as con:
+        migrate(con)
+        add_crawl(con, pages, links)
+        con.execute("INSERT INTO cycles (cycle, interval_start, policy, status) VALUES (1, ?, 'hybrid', 'running')",
+                    [date(2026, 11, 1)])
+        con.execute("INSERT INTO query_log (partition, query, frequency) SELECT ?, unnest(?), 1",
+                    [date(2026, 11, 1), queries])
+        refit_link_graph(con, 1)
+        ranker.index_pages(con, 1)
+        ranker.rank_queries(con, settings, 1)
+        reference = con.sql("SELECT query, rank, url, score, source FROM query_results ORDER BY ALL").pl()
+        assert engine_results.merge(con, settings, 1) == {}  # no results log: nothing changes
+        assert con.sql("SELECT query, rank, url, score, source FROM query_results ORDER BY ALL").pl().equals(reference)
+        with_log = with_overrides(settings, {"results_log_dir": str(tmp_path / "results")})
+        metrics = engine_results.merge(con, with_log, 1)
+        merged = con.sql("SELECT query, rank, url, score, source FROM query_results ORDER BY query, rank").pl()
+    assert metrics["engine_partition"] == "2026-10-31" and metrics["engine_queries"] > 0
+    assert (metrics["engine_results"], metrics["reference_results"]) == (
+        merged.filter(pl.col("source") == "engine").height, merged.filter(pl.col("source") == "reference").height)
+    engine_pages = set(shown["url"])
+    for q in queries:
+        got, ref, eng = (f.filter(pl.col("query") == q) for f in (merged, reference, shown))
+        assert got["rank"].to_list() == list(range(1, got.height + 1)) and got.height <= 5
+        # the engine's pages are shown in the engine's order, and only for the queries it shows them for
+        ours = got.filter(pl.col("url").is_in(engine_pages))
+        assert ours["url"].to_list() == eng["url"].to_list()[:ours.height], q
+        assert set(ours["source"]) <= {"engine"}
+        # the other pages keep the reference ranker's order and score
+        others = got.filter(~pl.col("url").is_in(engine_pages))
+        kept = ref.filter(~pl.col("url").is_in(engine_pages)).head(others.height)
+        assert others.select("url", "score").equals(kept.select("url", "score")), q
+        assert set(others["source"]) <= {"reference"}
+    # an engine result's score is the reference ranker's S of the pair (0 where it finds no query term)
+    row = merged.filter(pl.col("source") == "engine").row(0, named=True)
+    with connect(settings) as con:
+        scores = ranker.pair_scores(con, settings, [row["query"]], pl.DataFrame({"qid": [0], "url": [row["url"]]}))
+    assert row["score"] == (scores["score"][0] if scores.height else 0.0)

@@ -12,7 +12,7 @@ import pytest
 
 from crawlcycle.db import connect
 from crawlcycle.evaluation.crawl_metrics import batch_regret
-from crawlcycle.evaluation.ground_truth import Truth
+from crawlcycle.evaluation.ground_truth import JUDGES, Truth
 from crawlcycle.ordering import registry
 from crawlcycle.pipeline import materialize
 from tests.support.crawl_state import DAY, add_page, add_urls, new_state
@@ -31,7 +31,7 @@ def _regret(tmp_path: Path, policy: str, robots_txt: str | None = None, impact: 
     judge, and the URLs it passed over. ``robots_txt``: a.test's stored robots.txt (none: everything allowed);
     ``impact``: the snapshot's pages by true impact."""
     pages = pl.DataFrame({"url": list(impact), "host": [u.split("/")[2] for u in impact],
-                          "impact": list(impact.values()), "impact_bm25s": list(impact.values())})
+                          **{Truth.column(j): list(impact.values()) for j in JUDGES}})
     truth = Truth(pages, set(), pl.DataFrame(), tmp_path / "truth")
     truth.folder.mkdir()
     truth.impact("reference").write_parquet(truth.impact_file("reference"))

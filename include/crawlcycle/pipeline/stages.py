@@ -38,7 +38,7 @@ from crawlcycle.pipeline.crawl_snapshot import export_snapshot
 from crawlcycle.pipeline.resource_limits import reports_exhaustion
 from crawlcycle.pipeline.stage_order import SHARD, STAGE_ORDER, Task
 from crawlcycle.quality import gates
-from crawlcycle.ranking import evidence_index, ngram_index, ranker
+from crawlcycle.ranking import engine_results, evidence_index, ngram_index, ranker
 from crawlcycle.ranking.query_log import ingest_partition, source_partition
 from crawlcycle.settings import Settings, SettingsError
 from crawlcycle.settings.sources import begun, from_record, load_settings, with_overrides
@@ -342,6 +342,9 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         evidence = part("evidence_index", lambda: evidence_index.update(con, cycle))
         indexed = part("ranker_index", lambda: ranker.index_pages(con, cycle, ranker.Analyzer.of(settings)))
         ranked = part("rank_queries", lambda: ranker.rank_queries(con, settings, cycle))
+        engine = part("engine_results", lambda: engine_results.merge(con, settings, cycle))
+        if engine:
+            refit.record_model(con, cycle, "engine_results", ["results_log"], engine)
         part("improvability", lambda: improvability.measure(con, cycle))
         fit = part("improvability_fit", lambda: improvability.fit(con, cycle))
         if settings.odds_bar == "frontier":  # the top-K odds learn against the frontier the next batch draws from
@@ -350,7 +353,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         prestige_fit = part("prestige", lambda: prestige.fit(con, settings, cycle))
         if settings.policy == "hybrid":
             part("hybrid_mix", lambda: mix.fit(con, settings, cycle))
-        return {**graph, **grams, **evidence, **indexed, "query_results": ranked,
+        return {**graph, **grams, **evidence, **indexed, "query_results": ranked, **engine,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
                 "s_prime_kept": bool(s_prime.get("kept")),
                 "s_prime_drift": s_prime.get("drift", s_prime.get("drift_check", {}).get("drift")),

@@ -64,18 +64,33 @@ def read_results(path: Path, settings: Settings) -> pl.DataFrame:
 
 def latest_partition(settings: Settings, day: date | None = None) -> tuple[date, pl.DataFrame]:
     """(its day, its rows) of the results-log partition of ``day``, or of the latest one when ``day`` is None."""
+    days = _days(settings)
+    if day is None and not days:
+        raise ResultsLogError(f"setting results_log_dir: {settings.results_log_dir} holds no partition "
+                              "dt=YYYY-MM-DD with files")
+    return _read(settings, day or days[-1])
+
+
+def partition_before(settings: Settings, day: date) -> tuple[date, pl.DataFrame] | None:
+    """(its day, its rows) of the latest results-log partition on or before ``day``; None when there is none."""
+    days = [d for d in _days(settings) if d <= day]
+    return _read(settings, days[-1]) if days else None
+
+
+def _days(settings: Settings) -> list[date]:
+    """The days of the results log's partitions that hold files, in order."""
     if not settings.results_log_dir:
         raise ResultsLogError("setting results_log_dir: empty; name the folder of your engine's result lists "
                               "(dt=YYYY-MM-DD/*.tsv of query<TAB>rank<TAB>url)")
     root = Path(settings.results_log_dir)
     if not root.is_dir():
         raise ResultsLogError(f"setting results_log_dir: {root} is not a folder")
-    days = sorted(d for f in root.glob("dt=*") if f.is_dir() and (d := _day(f.name)) is not None
-                  and any(f.glob("*.tsv")) | any(f.glob("*.parquet")))
-    if day is None and not days:
-        raise ResultsLogError(f"setting results_log_dir: {root} holds no partition dt=YYYY-MM-DD with files")
-    day = day or days[-1]
-    folder = partition_dir(root, day)
+    return sorted(d for f in root.glob("dt=*") if f.is_dir() and (d := _day(f.name)) is not None
+                  and (any(f.glob("*.tsv")) or any(f.glob("*.parquet"))))
+
+
+def _read(settings: Settings, day: date) -> tuple[date, pl.DataFrame]:
+    folder = partition_dir(Path(settings.results_log_dir), day)
     files = sorted([*folder.glob("*.tsv"), *folder.glob("*.parquet")])
     if not files:
         raise ResultsLogError(f"results log {folder}: no *.tsv or *.parquet file")

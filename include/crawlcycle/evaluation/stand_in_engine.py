@@ -1,6 +1,6 @@
 """A stand-in for the user's own search engine: a results-log partition written by a real engine over the crawl.
 
-``python -m crawlcycle.devtools.engine_results OUT`` indexes the title and main text of every page the crawl has
+``python -m crawlcycle.evaluation.stand_in_engine OUT`` indexes the title and main text of every page the crawl has
 indexed with tantivy (a Lucene-like engine: BM25 per field, English stemming, no stop words, the title boosted 3
 times; the panel's ``tantivy`` judge reads the visible text instead), ranks the queries of the crawl's latest
 query-log partition and writes their top K as ``OUT/dt=<that day>/engine.tsv`` (query, rank, url), the layout of
@@ -29,14 +29,14 @@ def write_results(out: Path) -> Path:
                         "ORDER BY p.url").pl()
         day = scalar(con, "SELECT max(partition) FROM query_log")
         if day is None:
-            raise SystemExit(f"engine_results: {settings.db_path} has no query log yet: run a cycle first")
+            raise SystemExit(f"stand_in_engine: {settings.db_path} has no query log yet: run a cycle first")
         workload = con.sql("SELECT query, sum(frequency) AS frequency FROM query_log WHERE partition = $day "
                            "GROUP BY query ORDER BY query", params={"day": day}).pl()
     shown = judge_top_k(ENGINE, pages, workload, settings.top_k)
     folder = out / f"dt={day.isoformat()}"
     folder.mkdir(parents=True, exist_ok=True)
     shown.write_csv(folder / "engine.tsv", separator="\t", include_header=False)
-    print(f"engine_results: {shown.height:,} results of {shown['query'].n_unique():,} queries over {pages.height:,} "
+    print(f"stand_in_engine: {shown.height:,} results of {shown['query'].n_unique():,} queries over {pages.height:,} "
           f"pages in {folder / 'engine.tsv'}")
     return folder / "engine.tsv"
 
