@@ -101,9 +101,10 @@ def simulate(command: Path, folder: Path, warc: Path, queries: Path, seeds: Path
 
 
 def figures(summaries: dict[str, dict]) -> dict[tuple[str, str, str], float | None]:
-    """(policy, judge, budget) -> % of ideal of one run."""
+    """(policy, judge, budget) -> % of ideal of one run, by the judges that judged it (a revision from before a judge
+    joined the panel lacks it)."""
     return {(p, j, budget_label(b)): pct_of_ideal(s, j, budget_label(b))
-            for p, s in summaries.items() for j in JUDGES for b in SHOWN}
+            for p, s in summaries.items() for j in JUDGES if j in s["budgets_by_judge"] for b in SHOWN}
 
 
 def report(name: str, label: str, before: list[dict], after: list[dict]) -> list[str]:
@@ -111,7 +112,8 @@ def report(name: str, label: str, before: list[dict], after: list[dict]) -> list
     its range; a last line per snapshot naming where hybrid moved by more than ``MOVED``."""
     lines = [f"### {name}: {label} → this tree, % of ideal per run (change)", ""]
     moved = []
-    for key in sorted(before[0], key=lambda k: (k[0] != "hybrid", k)):
+    shared = set.intersection(*(set(run) for run in [*before, *after]))  # the judges both sides have
+    for key in sorted(shared, key=lambda k: (k[0] != "hybrid", k)):
         pairs = [(b[key], a[key]) for b, a in zip(before, after, strict=True)]
         cells = ["—" if x is None or y is None else f"{100 * x:.1f} → {100 * y:.1f} ({100 * (y - x):+.1f})"
                  for x, y in pairs]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from crawlcycle.evaluation.ground_truth import JUDGES
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -34,7 +36,7 @@ def test_compare_against_head_runs_both_sides_on_the_same_runs_and_finds_no_chan
         assert (run / side / "out" / "hybrid" / "summary.json").is_file()
     lines = [line for line in done.stdout.splitlines() if line.startswith("generated ")]
     rows = {tuple(line.split(":")[0].split()[1:]): line for line in lines if line.count(":") == 1}
-    assert set(rows) == {(p, j, b) for p in ("hybrid", "bfs") for j in ("reference", "bm25s") for b in ("5%", "10%")}
+    assert set(rows) == {(p, j, b) for p in ("hybrid", "bfs") for j in JUDGES for b in ("5%", "10%")}
     assert all("(+0.0)" in row and "mean change +0.0" in row for row in rows.values()), "\n".join(rows.values())
     assert "generated: hybrid within 1 point in every run" in done.stdout
     bad = subprocess.run([sys.executable, "bench/policies.py", "--only", "generated", "--compare", "no-such-rev",

@@ -15,7 +15,7 @@ from crawlcycle.settings.sources import write_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 # The top-level modules of the install's extras (lab: plots and the panel of judges; celery: scale-out).
-EXTRA_MODULES = ("matplotlib", "bm25s", "Stemmer", "tantivy", "celery", "psycopg2", "redis", "asyncpg")
+EXTRA_MODULES = ("matplotlib", "bm25s", "tantivy", "celery", "psycopg2", "redis", "asyncpg")
 
 
 def _python(site: Path, code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

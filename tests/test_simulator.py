@@ -17,6 +17,7 @@ from warcio.warcwriter import WARCWriter
 from crawlcycle.cli import main
 from crawlcycle.devtools.warc_server import Series
 from crawlcycle.evaluation.crawl_metrics import BUDGETS, ORACLES, REGRET, engagement_text
+from crawlcycle.evaluation.ground_truth import JUDGES
 from crawlcycle.evaluation.simulator import simulate
 from crawlcycle.quality.gate_suites import check_names
 from crawlcycle.settings import POLICIES, Settings
@@ -93,9 +94,10 @@ def test_order_lists_each_fetched_url_once_in_fetch_order(two_policies: tuple[Pa
 def test_curve_and_summary(two_policies: tuple[Path, dict], policy: str) -> None:
     out, summaries = two_policies
     points = pl.read_csv(out / policy / "curve.csv")
-    assert points.columns == ["fetched", "fraction", "policy", "ideal", "policy_bm25s", "ideal_bm25s", "p_cs",
+    panel = [(f"policy_{j}", f"ideal_{j}") for j in JUDGES[1:]]
+    assert points.columns == ["fetched", "fraction", "policy", "ideal", *(c for pair in panel for c in pair), "p_cs",
                               "p_st"]
-    for judged, ideal in (("policy", "ideal"), ("policy_bm25s", "ideal_bm25s")):
+    for judged, ideal in (("policy", "ideal"), *panel):
         assert (points[ideal] >= points[judged] - 1e-12).all()
         assert points[judged].is_sorted() and points[ideal].is_sorted()
         assert points[judged][-1] > 0  # the crawl found pages that answer the workload, by either judge
@@ -105,7 +107,7 @@ def test_curve_and_summary(two_policies: tuple[Path, dict], policy: str) -> None
     assert summary["snapshot_pages"] > 80 and summary["hot_pages"] == -(-summary["snapshot_pages"] // 10)
     assert summary["budgets"] == summary["budgets_by_judge"]["reference"]
     for budget in BUDGETS:
-        for judge, suffix in (("reference", ""), ("bm25s", "_bm25s")):
+        for judge, suffix in (("reference", ""), *((j, f"_{j}") for j in JUDGES[1:])):
             values = summary["budgets_by_judge"][judge][f"{budget:.0%}"]
             assert all(0 <= values[k] <= 1 for k in ("pct_of_ideal", "p_cs", "p_st"))
             row = points.row(values["fetches"] - 1, named=True)
@@ -139,14 +141,14 @@ def test_each_batch_s_regret_is_in_regret_csv_the_summary_and_the_crawl_s_view(t
             view = con.sql(f"SELECT judge, cycle, {', '.join(REGRET)} FROM v_batch_regret ORDER BY judge, cycle").pl()
             seeds = con.execute("SELECT count(*) FROM frontier WHERE source = 'seed'").fetchall()[0][0]
         assert regret.to_dicts() == view.to_dicts()
-        assert regret.select("judge", "cycle").rows() == [(j, c) for j in sorted(ORACLES) for c in (1, 2, 3)]
-        assert regret.filter(pl.col("cycle") == 1)["slots"].to_list() == [seeds, seeds]  # the seeds, then 12
+        assert regret.select("judge", "cycle").rows() == [(j, c) for j in sorted(JUDGES) for c in (1, 2, 3)]
+        assert regret.filter(pl.col("cycle") == 1)["slots"].to_list() == [seeds] * len(JUDGES)  # the seeds, then 12
         assert (regret.filter(pl.col("cycle") > 1)["slots"] == 12).all()
         # what the batch took is of its frontier, which holds only unfetched pages
         assert (regret["chosen"] <= regret["best_frontier"]).all()
         assert (regret["best_frontier"] <= regret["best_all"]).all()
         assert (regret["best_frontier"] > 0).all()
-        for judge in ORACLES:
+        for judge in JUDGES:
             mine = summaries[policy]["regret"][judge]
             assert mine["cycles"] == regret.filter(pl.col("judge") == judge).drop("judge").to_dicts()
             # three cycles: the means from cycle 3 on are cycle 3's figures

@@ -473,7 +473,7 @@ def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPars
 
 
 # The modules of the install's extras (pyproject.toml), by the extra that brings them.
-EXTRAS = {"matplotlib": "lab", "bm25s": "lab", "Stemmer": "lab", "tantivy": "lab", "celery": "celery",
+EXTRAS = {"matplotlib": "lab", "bm25s": "lab", "tantivy": "lab", "celery": "celery",
           "psycopg2": "celery", "redis": "celery", "asyncpg": "celery", "airflow.providers.celery": "celery"}
 
 
