@@ -17,7 +17,7 @@ import polars as pl
 
 from crawlcycle.db import connect, query, run_sql, staged
 from crawlcycle.devtools.warc_server import Series
-from crawlcycle.evaluation.ground_truth import JUDGES, Truth
+from crawlcycle.evaluation.ground_truth import JUDGES, LEAD_JUDGES, Truth
 from crawlcycle.fetch.robots import stored_robots
 from crawlcycle.pipeline.materialize import robots_filter
 from crawlcycle.settings import Settings
@@ -25,10 +25,9 @@ from crawlcycle.ui.report import ENGAGEMENT, WASTE
 
 BUDGETS = (0.01, 0.05, 0.10)
 ENGAGEMENT_FROM = 3  # the first cycles steer by priors: their models have little or nothing to learn from
-# The reference ordering oracle, run for the reference ranker and the first judge of the panel (a run per judge would
-# double the lab's time): the run's name for the judge whose true impact it reads. A reference run is measured like a
-# policy, and is never one of a policy's rivals.
-ORACLES = {judge: "oracle" if judge == "reference" else f"oracle_{judge}" for judge in JUDGES[:2]}
+# The reference ordering oracle, run for each lead judge: the run's name for the judge whose true impact it reads. A
+# reference run is measured like a policy, and is never one of a policy's rivals.
+ORACLES = {judge: "oracle" if judge == "reference" else f"oracle_{judge}" for judge in LEAD_JUDGES}
 # A batch's regret by one judge (v_batch_regret), in regret.csv and summary.json.
 REGRET = ("slots", "chosen", "best_frontier", "best_all", "choice_efficiency", "discovery")
 

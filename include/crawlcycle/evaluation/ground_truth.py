@@ -49,6 +49,9 @@ HOT_SHARE = 0.10
 
 
 JUDGES = ("reference", *(j.name for j in judge.PANEL))  # our reference ranker, and engines we did not write
+# The judges the reference ordering runs by and the repository's quality is measured by: the reference ranker and the
+# first judge of the panel (every judge would double the lab's time).
+LEAD_JUDGES = JUDGES[:2]
 # What the ground truth depends on besides its inputs, the parse fingerprint and the ranker settings.
 _TRUTH_CODE = ("evaluation/ground_truth.py", "evaluation/judge.py", "ranking/ranker.py", "ranking/query_log.py",
                "models/refit.py", "models/graph.py")

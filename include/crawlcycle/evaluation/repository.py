@@ -35,7 +35,7 @@ import polars as pl
 
 from crawlcycle.contracts.cycles import batch_cycles
 from crawlcycle.db import connect, query
-from crawlcycle.evaluation.ground_truth import JUDGES, Truth
+from crawlcycle.evaluation.ground_truth import LEAD_JUDGES, Truth
 from crawlcycle.settings import Settings
 
 VIEW_EXPONENT = 1.5  # V(i) = i^-1.5 (Pandey & Olston 2005)
@@ -82,7 +82,7 @@ def measure(settings: Settings, cycle: int, truths: list[Truth], hashes: list[di
         split = dict(query(con, "evaluation/repository/batch_split", cycle=cycle).iter_rows())
     top_k = truths[:cycle][-1].top_k  # truths[0] is cycle 1's
     row: dict = {"cycle": cycle}
-    for judge in JUDGES[:2]:  # the reference ranker and the first judge of the panel, as FIGURES names them
+    for judge in LEAD_JUDGES:  # as FIGURES names them
         live = top_k.filter(pl.col("judge") == judge)
         suffix = "" if judge == "reference" else "_" + judge
         row[f"quality{suffix}"] = quality(results, live, workload)

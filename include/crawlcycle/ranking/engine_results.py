@@ -28,8 +28,7 @@ def merge(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int) -> dic
     without a results-log partition for the cycle or when the cycle holds results loaded whole."""
     day: date | None = scalar(con, "SELECT interval_start FROM cycles WHERE cycle = ?", [cycle])
     found = results_log.partition_before(settings, day) if settings.results_log_dir and day else None
-    if found is None or scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'",
-                               [cycle]):
+    if found is None or ranker.holds_loaded_results(con, cycle):
         return {}
     partition, rows = found
     asked = query(con, "ranking/ranker/cycle_queries", cycle=cycle)

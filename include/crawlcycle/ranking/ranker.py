@@ -185,12 +185,17 @@ def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[s
     con.execute("DROP TABLE IF EXISTS r_weights")
 
 
+def holds_loaded_results(con: duckdb.DuckDBPyConnection, cycle: int) -> bool:
+    """Whether cycle ``cycle``'s results were loaded whole from another engine (:func:`load_results`)."""
+    return bool(scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]))
+
+
 def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
                  queries: list[str] | None = None) -> int:
     """Replace cycle ``cycle``'s results with the top ``top_k`` pages of each query (source ``reference``);
     return the rows written. The queries are those of the cycle's query-log partition unless given. A cycle
     holding loaded results is left as it is (returns 0)."""
-    if scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]):
+    if holds_loaded_results(con, cycle):
         return 0
     if queries is None:
         queries = query(con, "ranking/ranker/cycle_queries", cycle=cycle)["query"].to_list()

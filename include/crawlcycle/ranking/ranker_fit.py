@@ -77,21 +77,20 @@ def fit_ranker(settings: Settings, day: date | None = None, max_queries: int = 2
             if cycle is None:
                 raise InputError(f"setting db_path: {settings.db_path} has no indexed page yet: run a cycle first")
             indexed = con.sql("SELECT url FROM posting_docs").pl()
-            theirs = results.join(indexed, on="url", how="semi")
-            queries = sorted(theirs["query"].unique())
+            on_indexed = results.join(indexed, on="url", how="semi")
+            queries = sorted(on_indexed["query"].unique())
             if not queries:
                 raise InputError(f"results log dt={day}: none of its results is a page the crawl has indexed")
             if len(queries) > max_queries:
                 queries = sorted(random.Random(0).sample(queries, max_queries))
-            theirs = (theirs.filter(pl.col("query").is_in(queries)).sort("query", "rank")
+            theirs = (on_indexed.filter(pl.col("query").is_in(queries)).sort("query", "rank")
                       .with_columns(rank=pl.int_range(1, pl.len() + 1).over("query"))
                       .filter(pl.col("rank") <= settings.top_k).select("query", "url"))
             search = _Search(con, settings, cycle, queries, theirs, progress)
             before = search.overlap(search.start)
             best = search.ascend()
-            return Fit(day, len(queries), theirs.height, results.height - results.join(indexed, on="url",
-                                                                                         how="semi").height,
-                       before, search.overlap(best), _changed(settings, search.settings(best)), search.trials)
+            return Fit(day, len(queries), theirs.height, results.height - on_indexed.height, before,
+                       search.overlap(best), _changed(settings, search.settings(best)), search.trials)
 
 
 def _copy_database(settings: Settings, folder: Path) -> Path:
