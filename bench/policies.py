@@ -254,15 +254,18 @@ def lab_speed(runs: Runs) -> tuple[float, float]:
 
 
 def kept(name: str, runs: Runs, work: Path, policies: list[str]) -> None:
-    """The policies not run this time join ``runs`` from their results in bench/results and their curves in ``work``
-    (as a run of every policy left them), run by run: hybrid re-run alone is read against the rivals kept."""
+    """The policies not run this time join ``runs`` from their results in bench/results, run by run, and their curves
+    from ``work`` where a run of every policy left them there: hybrid re-run alone is read against the rivals kept.
+    A policy kept without its curves is in the tables, not in the findings that read curves."""
     committed = committed_runs(name)
     others = sorted({p for run in committed[:len(runs.summaries)] for p in run} - set(runs.summaries[0]))
     for r, (summaries, curves) in enumerate(zip(runs.summaries, runs.curves, strict=True)):
         for policy in others:
-            curve = work / f"run-{r}" / policy / "curve.csv"
-            if policy in committed[r] and curve.is_file():
-                summaries[policy], curves[policy] = committed[r][policy], pl.read_csv(curve)
+            if policy not in committed[r]:
+                continue
+            summaries[policy] = committed[r][policy]
+            if (curve := work / f"run-{r}" / policy / "curve.csv").is_file():
+                curves[policy] = pl.read_csv(curve)
     if others:
         print(f"{name}: kept the results of {', '.join(others)} from bench/results/{name}", flush=True)
 

@@ -197,6 +197,17 @@ def test_findings_are_judged_on_means_by_each_judge() -> None:
                         "bm25s: pagerank 0.50, bfs 0.40, indegree 0.60: does not hold.")
 
 
+def test_a_policy_kept_without_its_curves_is_judged_only_by_the_findings_that_read_no_curves() -> None:
+    runs = [_all_policies(0.30, 0.20), _all_policies(0.40, 0.22)]
+    gains = {"reference": {"pagerank": 0.10, "hybrid": 0.08}, "bm25s": {"pagerank": 0.10, "hybrid": 0.08}}
+    *judged, skipped = findings("dev-docs", runs, gains)
+    assert [line.split("**")[1] for line in judged] == [
+        "hybrid beats pagerank and indegree", "rw_eg beats rw and pagerank",
+        "PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering"]
+    assert skipped == ("- not judged on dev-docs (their policies were not all run): q_overlap leads early, then dries "
+                       "up.")
+
+
 def test_findings_need_a_budget_every_policy_reached() -> None:
     run = _all_policies(0.3, 0.3)
     for summary in run.values():

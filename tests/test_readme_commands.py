@@ -48,6 +48,8 @@ EXCLUDED = {
     "make demo": "Airflow standalone for minutes on ports 8080 and 8089; tests/test_scheduler.py backfills cycles "
                  "under a real scheduler and tests/test_dag.py runs the DAG",
     "make test": "the test suite itself",
+    ".venv/bin/crawlcycle fit-ranker": "needs your engine's results log (results_log_dir); the page's next block "
+                                       "runs it as written on the stand-in engine's",
     "make soak": "fourteen daily cycles under Airflow's scheduler with thirty kills: a quarter of an hour; "
                  "tests/test_soak.py runs three cycles with two kills of each target",
     "make docs-serve": "serves the documentation site until Ctrl-C; tests/test_docs.py builds it with mkdocs build "
@@ -180,10 +182,19 @@ EXPECT = [
     Expect(r"python -c .*v_host_health", r"\.demo\.test"),
     Expect(r"crawlcycle canon", r"\Ahttp://example\.com/a/c\n\Z"),
     Expect(r"FROM v_batch_explain", r"shape: \(20, 7\)"),
-    Expect(r"FROM model_runs", r"shape: \(\d+, 4\)"),
+    Expect(r"metrics FROM model_runs ORDER BY", r"shape: \(\d+, 4\)"),
     Expect(r"crawlcycle check materialize --cycle 3", r"gate materialize passed for cycle 3"),
     Expect(r"FROM dq_results WHERE NOT success", r"shape: \(0, 6\)"),
     Expect(r"scope_reason\(url, host, hops", r"shape: \(\d+, 2\).*reason.*count_star"),
+    Expect(r"crawlcycle\.evaluation\.stand_in_engine data/engine-results",
+           r"\Astand_in_engine: [\d,]+ results of [\d,]+ queries over [\d,]+ pages in data/engine-results/dt=2026-"),
+    Expect(r"RESULTS_LOG_DIR=data/engine-results .*fit-ranker --quiet",
+           r"results log dt=2026-\S+: [\d,]+ queries.*top-10 overlap with your engine: 0\.\d{3} with the settings now, "
+           r"(0\.\d{3}|1\.000) fitted\n(put these in the \[ranking\] section|the settings now fit best)"),
+    Expect(r"RESULTS_LOG_DIR=data/engine-results .*cycle --date 2026-11-04", r"cycle 4: .*next batch"),
+    # the engine's lists decided some of cycle 4's results, and the reference ranker's the rest
+    Expect(r"FROM query_results GROUP BY ALL", r"│ 4\s+┆ engine\s+┆ [1-9]\d*\s+│\n│ 4\s+┆ reference\s+┆ \d+"),
+    Expect(r"FROM model_runs WHERE model = 'engine_results'", r"shape: \(1, 2\).*│ 4\s+┆ "),
 ]
 
 

@@ -368,7 +368,13 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
             f"- **PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering** (Cho's P_CS "
             f"at {b1}, {runs_note}): {beats(cho, 'pagerank', ('bfs', 'indegree'), 2)}.")),
     ]
-    lines = [line() for _, needs, line in found if set(needs) <= set(pct)]
-    if skipped := [title for title, needs, _ in found if not set(needs) <= set(pct)]:
+    # the drying-up finding reads the curves too: a policy kept from an earlier run without them cannot be judged
+    curved = set.intersection(set(pct), *(set(g) for g in gains.values()))
+
+    def judged(title: str, needs: tuple[str, ...]) -> bool:
+        return set(needs) <= (curved if "dries up" in title else set(pct))
+
+    lines = [line() for title, needs, line in found if judged(title, needs)]
+    if skipped := [title for title, needs, _ in found if not judged(title, needs)]:
         lines.append(f"- not judged on {name} (their policies were not all run): " + "; ".join(skipped) + ".")
     return lines

@@ -4,6 +4,7 @@
 -- partition shows, for any query. A page the engine has indexed is shown where the engine shows it, and only there;
 -- a page it has not indexed keeps the reference ranker's rank, ahead of an engine result of the same rank. The first
 -- $top_k of the merged list are the cycle's results.
+-- inputs: s_engine, s_engine_pages
 CREATE OR REPLACE TEMP TABLE r_merged AS
 WITH candidates AS (
     SELECT query, rank AS position, 0 AS side, url, score, 'engine' AS source FROM s_engine
