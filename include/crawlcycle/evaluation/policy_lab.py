@@ -346,12 +346,13 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
         return "; ".join(f"{j}: " + ", ".join(f"{p} {v[p]:.{digits}f}" for p in (first, *others))
                          + f": {verdict(v[first] > max(v[o] for o in others))}" for j, v in values.items())
 
-    # each finding: (its title, the policies it compares, its line); a line is built only if they were all run
+    # each finding: (its title, the policies it compares, whether it reads their curves, its line); a line is built
+    # only if they were all run (with their curves, where it reads them)
     found = [
-        ("hybrid beats pagerank and indegree", ("hybrid", "pagerank", "indegree"), lambda: (
+        ("hybrid beats pagerank and indegree", ("hybrid", "pagerank", "indegree"), False, lambda: (
             f"- **hybrid beats pagerank and indegree** ({name}, % of ideal at {b1}, {runs_note}): "
             f"{beats(late, 'hybrid', ('pagerank', 'indegree'), 1)}.")),
-        ("q_overlap leads early, then dries up", ("q_overlap", "pagerank", "hybrid"), lambda: (
+        ("q_overlap leads early, then dries up", ("q_overlap", "pagerank", "hybrid"), True, lambda: (
             f"- **q_overlap leads early, then dries up** (% of ideal at {b0}, {runs_note}; early lead over pagerank): "
             + "; ".join(f"{j}: q_overlap {v['q_overlap']:.1f}, pagerank {v['pagerank']:.1f}, "
                         f"hybrid {v['hybrid']:.1f}: {verdict(v['q_overlap'] > v['pagerank'])}"
@@ -360,21 +361,17 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
             + "; ".join(f"{j}: q_overlap {g['q_overlap']:.3f}, pagerank {g['pagerank']:.3f}, "
                         f"hybrid {g['hybrid']:.3f}: {verdict(g['q_overlap'] < min(g['pagerank'], g['hybrid']))}"
                         for j, g in gains.items()) + ".")),
-        ("rw_eg beats rw and pagerank", ("rw_eg", "rw", "pagerank"), lambda: (
+        ("rw_eg beats rw and pagerank", ("rw_eg", "rw", "pagerank"), False, lambda: (
             f"- **rw_eg beats rw and pagerank** (% of ideal at {b1}, {runs_note}): "
             f"{beats(late, 'rw_eg', ('rw', 'pagerank'), 1)}.")),
         ("PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering",
-         ("pagerank", "bfs", "indegree"), lambda: (
+         ("pagerank", "bfs", "indegree"), False, lambda: (
             f"- **PageRank finds high-in-degree pages sooner than breadth-first and backlink ordering** (Cho's P_CS "
             f"at {b1}, {runs_note}): {beats(cho, 'pagerank', ('bfs', 'indegree'), 2)}.")),
     ]
-    # the drying-up finding reads the curves too: a policy kept from an earlier run without them cannot be judged
+    # a policy kept from an earlier run without its curves is judged only by the findings that do not read them
     curved = set.intersection(set(pct), *(set(g) for g in gains.values()))
-
-    def judged(title: str, needs: tuple[str, ...]) -> bool:
-        return set(needs) <= (curved if "dries up" in title else set(pct))
-
-    lines = [line() for title, needs, line in found if judged(title, needs)]
-    if skipped := [title for title, needs, _ in found if not judged(title, needs)]:
+    lines = [line() for _, needs, curves, line in found if set(needs) <= (curved if curves else set(pct))]
+    if skipped := [title for title, needs, curves, _ in found if not set(needs) <= (curved if curves else set(pct))]:
         lines.append(f"- not judged on {name} (their policies were not all run): " + "; ".join(skipped) + ".")
     return lines
