@@ -371,7 +371,8 @@ def findings(name: str, runs: list[dict[str, dict]], gains: dict[str, dict[str, 
     ]
     # a policy kept from an earlier run without its curves is judged only by the findings that do not read them
     curved = set.intersection(set(pct), *(set(g) for g in gains.values()))
-    lines = [line() for _, needs, curves, line in found if set(needs) <= (curved if curves else set(pct))]
-    if skipped := [title for title, needs, curves, _ in found if not set(needs) <= (curved if curves else set(pct))]:
+    judged = [(title, line, set(needs) <= (curved if curves else set(pct))) for title, needs, curves, line in found]
+    lines = [line() for _, line, ok in judged if ok]
+    if skipped := [title for title, _, ok in judged if not ok]:
         lines.append(f"- not judged on {name} (their policies were not all run): " + "; ".join(skipped) + ".")
     return lines
