@@ -1,7 +1,8 @@
 """Airflow UI plugin: the "Crawl" page (cycles, the next batch and why, hosts, policy curves, model fits).
 
 A FastAPI app mounted at ``/crawl`` serves the page made by :mod:`crawlcycle.ui.crawl_views` from the snapshot
-the writer exports after each cycle, so a page view never opens the DuckDB file; an external view puts
+the writer exports after each cycle, so a page view never opens the DuckDB file, and the quality gates' HTML
+reports it links (``/crawl/gates/<cycle>/<gate>/``); an external view puts
 "Crawl" in the UI's navigation bar and shows the page inside the UI (``/plugin/crawl``).
 
 Airflow authenticates its own API with a router dependency that does not reach mounted plugin apps, so the
@@ -17,7 +18,7 @@ from airflow.api_fastapi.core_api.security import GetUserDep
 from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.exception_handlers import http_exception_handler
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from crawlcycle.airflow.environment import DAG_ID
 from crawlcycle.settings.sources import load_settings
@@ -48,6 +49,15 @@ async def to_login(request: Request, exc: HTTPException) -> Response:
 def crawl_page() -> str:
     # Settings are read per request: the page follows the crawl's configuration file.
     return crawl_views.page(load_settings())
+
+
+@app.get("/gates/{cycle}/{gate}/{path:path}")
+def gate_report(cycle: int, gate: str, path: str) -> FileResponse:
+    """A file of a gate's HTML report (GX data docs), which the page's gate table links."""
+    file = crawl_views.gate_report_file(load_settings(), cycle, gate, path)
+    if file is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no report file {path} of gate {gate} in cycle {cycle}")
+    return FileResponse(file)
 
 
 class CrawlPagePlugin(AirflowPlugin):

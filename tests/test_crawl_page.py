@@ -65,6 +65,11 @@ def test_crawl_page_in_the_airflow_ui(demo_web: DemoWeb, demo_server: int, tmp_p
                 page.wait_for_url(page_url, timeout=30_000)  # back on the page after the login
                 assert page.locator("table#cycles").is_visible()
                 page.screenshot(path=OUTPUT / "crawl-page-full.png", full_page=True)
+                # A gate's HTML report, linked from the gate table, is served to the logged-in browser.
+                page.locator('table#gates td[data-col="report"] a').first.click()
+                page.wait_for_url("**/crawl/gates/1/fetch/index.html", timeout=30_000)
+                assert "validations/" in page.content()  # GX's index of the gate's validation
+                page.goto(page_url)
                 # In the UI: the navigation's "Crawl" entry opens the page in a frame.
                 page.goto(stack.url)
                 page.get_by_role("link", name="Crawl").click()

@@ -72,6 +72,20 @@ def test_close_exports_the_tables_the_page_shows(crawled: Settings) -> None:
         crawled, "SELECT query FROM needy_queries WHERE cycle = 2 ORDER BY rank")]
 
 
+def test_the_page_links_each_gate_s_report(crawled: Settings) -> None:
+    doc = lxml.html.fromstring(crawl_views.page(crawled))
+    links = doc.xpath('//table[@id="gates"]//td[@data-col="report"]/a/@href')
+    rows = _q(crawled, "SELECT DISTINCT cycle, gate, report FROM dq_results ORDER BY 1, 2")
+    assert len(rows) == 8 and links == [f"gates/{c}/{g}/index.html" for c, g, _ in rows]
+    for (*_, report), href in zip(rows, links, strict=True):
+        _, cycle, gate, path = href.split("/", 3)
+        assert crawl_views.gate_report_file(crawled, int(cycle), gate, path) == Path(report).resolve()
+    # what the plugin serves stays inside a report's folder
+    assert crawl_views.gate_report_file(crawled, 2, "update", "../../../../crawl.duckdb") is None
+    assert crawl_views.gate_report_file(crawled, 2, "no_gate", "index.html") is None
+    assert crawl_views.gate_report_file(crawled, 2, "update", "no-such-file.html") is None
+
+
 def test_page_numbers_match_the_tables_while_a_writer_holds_the_database(crawled: Settings) -> None:
     with connect(crawled):  # the page reads the snapshot only: an open writer does not stop it
         text = crawl_views.page(crawled)

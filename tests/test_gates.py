@@ -18,7 +18,7 @@ import pytest
 from crawlcycle.db import connect
 from crawlcycle.devtools.demo_web import DemoWeb
 from crawlcycle.pipeline import shard_storage, stages
-from crawlcycle.quality.gate_suites import check_names, suites
+from crawlcycle.quality.gate_suites import STAGES, check_names, suites
 from crawlcycle.quality.gates import GateFailed
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import write_toml
@@ -151,18 +151,28 @@ def test_every_check_has_a_corruption_that_it_catches() -> None:
     assert sorted(CORRUPTIONS) == sorted(check_names())
 
 
-def test_a_clean_crawl_passes_every_gate_and_writes_its_report(golden: Settings) -> None:
+def test_a_clean_crawl_passes_every_gate_without_a_report(golden: Settings) -> None:
     with connect(golden, read_only=True) as con:
         rows = con.execute("SELECT gate, expectation, success, severity, report FROM dq_results WHERE cycle = ?",
                            [CYCLE]).fetchall()
     assert sorted((g, e) for g, e, *_ in rows) == sorted((g, c.name) for g, cs in suites(golden).items() for c in cs)
-    assert all(ok and sev == "fail" for _, _, ok, sev, _ in rows)
-    reports = {Path(r) for *_, r in rows}
-    assert len(reports) == 4 and all(p.is_file() and "<html" in p.read_text().lower() for p in reports)
-    # A page per dataset, linked from the index; GX's fonts and images are one file however many reports use them.
-    for p in reports:
+    assert all(ok and sev == "fail" and report is None for _, _, ok, sev, report in rows)
+    assert not (Path(golden.data_dir) / "quality" / f"{CYCLE:05d}").exists()  # gate_reports = problems
+
+
+def test_every_gate_writes_its_report_when_asked(state: Settings) -> None:
+    always = replace(state, gate_reports="always")
+    reports = [stages.gate(always, stage, CYCLE, shards(state)).report / "index.html" for stage in STAGES]
+    with connect(state, read_only=True) as con:
+        stored = con.execute("SELECT DISTINCT report FROM dq_results WHERE cycle = ?", [CYCLE]).fetchall()
+    assert sorted(stored) == sorted((str(p),) for p in reports)
+    assert all(p.is_file() and "<html" in p.read_text().lower() for p in reports)
+    # A page per dataset the gate checks, linked from its index; GX's fonts and images are one file however many
+    # reports use them.
+    for stage, p in zip(STAGES, reports, strict=True):
         pages = sorted(q.relative_to(p.parent).as_posix() for q in p.parent.rglob("*.html") if q != p)
-        assert pages and all(page.startswith("validations/") and page in p.read_text() for page in pages)
+        assert len(pages) == len({c.dataset for c in suites(state)[stage]}), pages
+        assert all(page.startswith("validations/") and page in p.read_text() for page in pages)
     logos = [p.parent / "static" / "images" / "logo-long.png" for p in reports]
     assert len({logo.stat().st_ino for logo in logos}) == 1 and logos[0].stat().st_nlink > 4
 
@@ -181,7 +191,10 @@ def test_the_gate_fails_on_its_corruption(state: Settings, check: str) -> None:
     with connect(s, read_only=True) as con:
         failing = con.execute("SELECT expectation FROM dq_results WHERE cycle = ? AND gate = ? AND NOT success",
                               [CYCLE, stage]).fetchall()
+        (report,) = con.execute("SELECT DISTINCT report FROM dq_results WHERE cycle = ? AND gate = ?",
+                                [CYCLE, stage]).fetchall()[0]
     assert (check,) in failing
+    assert f"report: {report}" in message and Path(report).is_file()  # a gate with a problem writes its report
 
 
 def test_a_check_set_to_warn_is_recorded_but_lets_the_cycle_go_on(state: Settings) -> None:
@@ -212,7 +225,7 @@ def test_check_command_runs_one_gate_and_exits_nonzero_on_failure(state: Setting
                               capture_output=True, text=True, timeout=120)
 
     ok = check("parse")
-    assert ok.returncode == 0 and f"gate parse passed for cycle {CYCLE}" in ok.stdout and "report:" in ok.stdout
+    assert ok.returncode == 0 and f"gate parse passed for cycle {CYCLE}" in ok.stdout and "report:" not in ok.stdout
     batch_row(state, _crawled(state)[0])
     bad = check("materialize")
     assert bad.returncode == 1 and "FAIL batch_not_crawled: 1 rows" in bad.stdout

@@ -30,8 +30,10 @@ def crawled_settings(folder: Path, demo_web: DemoWeb, port: int) -> Settings:
     """Settings after two cycles whose seeds add a page the demo web lacks and a host nothing listens for."""
     seeds = folder / "seeds.txt"
     seeds.write_text(demo_web.seeds.read_text() + "http://hiking.demo.test/no-such-page.html\nhttp://down.test/\n")
-    # a floor of refreshes: a young crawl's stored pages rarely beat its new URLs, and the views read cycle 2's checks
+    # a floor of refreshes: a young crawl's stored pages rarely beat its new URLs, and the views read cycle 2's checks;
+    # every gate's HTML report, for the page to link
     settings = demo_settings(folder, demo_web, port, seeds_file=str(seeds), refresh_share_min=0.05,
+                             gate_reports="always",
                              connect_to=f"down.test=127.0.0.1:{free_port()},*.test=127.0.0.1:{port}")
     stages.init(settings)
     for day in (1, 2):

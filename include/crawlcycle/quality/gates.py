@@ -1,10 +1,11 @@
 """Data-quality gates between stages, validated with Great Expectations (GX 1.x).
 
 A gate selects its datasets with DuckDB (``sql/quality/gates/<gate>/*.sql``; fetch and parse read the shards' Parquet
-files staged as ``g_*`` views, update and materialize read the tables), hands them to GX as pandas frames
-and validates the suites of ``crawlcycle.quality.gate_suites``. Every check's outcome goes to ``dq_results``; GX
-renders the whole validation as HTML data docs under ``<data_dir>/quality/<cycle>/<gate>/``. A failing check
-raises :class:`GateFailed` naming it, its failing rows and a few examples, unless ``gate_warn`` names it.
+files staged as ``g_*`` views, update and materialize read the tables), hands them to GX as pandas frames and
+validates the suites of ``crawlcycle.quality.gate_suites``. Every check's outcome goes to ``dq_results``; GX renders
+the gate's validations as HTML data docs under ``<data_dir>/quality/<cycle>/<gate>/`` when setting ``gate_reports``
+asks for them (by default when a check failed or warned; the Crawl page links them). A failing check raises
+:class:`GateFailed` naming it, its failing rows and a few examples, unless ``gate_warn`` names it.
 
 Importing GX takes several seconds per process: :func:`load_gx` imports it on the first gate a process runs, so
 that callers can time the import apart from validation.
@@ -65,7 +66,7 @@ class Outcome:
 class GateReport:
     gate: str
     outcomes: list[Outcome]
-    report: Path
+    report: Path | None  # the HTML report's folder, when one was written (setting gate_reports)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -78,7 +79,7 @@ class GateReport:
                 if self.failed else f"gate {self.gate} passed for cycle {cycle}")
         lines = [f"{head}: {len(self.outcomes) - len(bad)}/{len(self.outcomes)} checks passed"]
         lines += [f"  {o.severity.upper()} {o.describe()}" for o in bad]
-        return "\n".join(lines + [f"  report: {self.report / 'index.html'}"])
+        return "\n".join(lines + ([f"  report: {self.report / 'index.html'}"] if self.report else []))
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
@@ -187,16 +188,60 @@ def _datasets(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cy
 
 def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cycle: int,
              shard_dirs: list[Path]) -> GateReport:
-    """Validate every check of gate ``stage`` with GX and write its HTML report; record nothing."""
+    """Validate every check of gate ``stage`` with GX and write its HTML report where setting ``gate_reports`` asks
+    for one; record nothing."""
     if stage not in STAGES:
         raise ValueError(f"unknown gate {stage!r}; choose one of {', '.join(STAGES)}")
     severity = _severities(settings)
     checks = suites(settings)[stage]
     gx = load_gx()
     frames = _datasets(con, settings, stage, cycle, shard_dirs, checks)
+    context = _context()
+    _forget_earlier_gates(context)
+    source = _data_source(context, stage)
+    outcomes: dict[str, Outcome] = {}
+    # A validation per dataset: one over all of a gate's datasets, each check limited to its rows by a row
+    # condition, took longer (GX filters the frame again for every metric).
+    for dataset, frame in frames.items():
+        mine = [c for c in checks if c.dataset == dataset]
+        skipped = [c for c in mine if c.sample and len(frame) < settings.gate_min_sample]
+        for c in skipped:
+            outcomes[c.name] = Outcome(c.name, True, 0, [], f"skipped: {len(frame)} rows, fewer than "
+                                       f"gate_min_sample ({settings.gate_min_sample})", severity.get(c.name, "fail"))
+        suite = context.suites.add(gx.ExpectationSuite(name=f"{stage}.{dataset}"))
+        for c in mine:
+            if c not in skipped:
+                suite.add_expectation(getattr(gx.expectations, c.expectation)(
+                    **c.kwargs, meta={"check": c.name, "meaning": c.meaning}))
+        result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=_whole_frame(source, dataset),
+                                         suite=suite).run(
+            batch_parameters={"dataframe": frame},
+            result_format={"result_format": "SUMMARY", "partial_unexpected_count": _EXAMPLES})
+        for r in result.results:
+            name = r.expectation_config.meta["check"]
+            outcomes[name] = _outcome(name, r, frame, severity.get(name, "fail"))
+    ordered = [outcomes[c.name] for c in checks]
     report = Path(settings.data_dir) / "quality" / f"{cycle:05d}" / stage
     shutil.rmtree(report, ignore_errors=True)  # a re-run's report replaces the earlier one
-    context = _context()
+    wanted = settings.gate_reports == "always" or (settings.gate_reports == "problems"
+                                                   and any(not o.success for o in ordered))
+    if wanted:
+        _write_report(context, gx, report)
+    return GateReport(stage, ordered, report if wanted else None)
+
+
+def _forget_earlier_gates(context: Any) -> None:
+    """A report shows its own gate's suite and results only: the earlier gates' go."""
+    for definition in context.validation_definitions.all():
+        context.validation_definitions.delete(definition.name)
+    for suite in context.suites.all():
+        context.suites.delete(suite.name)
+    for key in context.validation_results_store.list_keys():
+        context.validation_results_store.remove_key(key)
+
+
+def _write_report(context: Any, gx: ModuleType, report: Path) -> None:
+    """GX's data docs of the gate's validations just run, in folder ``report``."""
     # Read by build_data_docs as it is; setting it does not write the configuration out. The validation pages show
     # every check with its outcome: the suites' own pages would only repeat them.
     context.variables.data_docs_sites = {"gates": {
@@ -205,36 +250,7 @@ def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cyc
         "store_backend": {"class_name": "ReportFiles", "module_name": "crawlcycle.quality.report_files",
                           "base_directory": str(report),
                           "shared_static": str(report.parents[1] / "static" / gx.__version__)}}}
-    # The report shows this gate's suites and results only: the earlier gates' go.
-    for definition in context.validation_definitions.all():
-        context.validation_definitions.delete(definition.name)
-    for suite in context.suites.all():
-        context.suites.delete(suite.name)
-    for key in context.validation_results_store.list_keys():
-        context.validation_results_store.remove_key(key)
-    source = _data_source(context, stage)
-    outcomes: dict[str, Outcome] = {}
-    for dataset, frame in frames.items():
-        mine = [c for c in checks if c.dataset == dataset]
-        skipped = [c for c in mine if c.sample and len(frame) < settings.gate_min_sample]
-        for c in skipped:
-            outcomes[c.name] = Outcome(c.name, True, 0, [], f"skipped: {len(frame)} rows, fewer than "
-                                       f"gate_min_sample ({settings.gate_min_sample})", severity.get(c.name, "fail"))
-        suite = context.suites.add(gx.ExpectationSuite(name=f"{stage}.{dataset}"))
-        run = [c for c in mine if c not in skipped]
-        for c in run:
-            suite.add_expectation(getattr(gx.expectations, c.expectation)(**c.kwargs, meta={"check": c.name,
-                                                                                            "meaning": c.meaning}))
-        batch = _whole_frame(source, dataset)
-        result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=batch, suite=suite).run(
-            batch_parameters={"dataframe": frame},
-            result_format={"result_format": "SUMMARY", "partial_unexpected_count": _EXAMPLES})
-        for r in result.results:
-            name = r.expectation_config.meta["check"]
-            outcomes[name] = _outcome(name, r, frame, severity.get(name, "fail"))
     context.build_data_docs()
-    ordered = [outcomes[c.name] for c in checks]
-    return GateReport(stage, ordered, report)
 
 
 def _outcome(name: str, r: Any, frame: Any, severity: str) -> Outcome:
@@ -258,7 +274,8 @@ def run_gate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cyc
     con.executemany("INSERT INTO dq_results (cycle, gate, expectation, success, severity, failed_rows, examples, "
                     "observed, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [[cycle, stage, o.check, o.success, o.severity, o.failed_rows,
-                      o.describe() if o.examples else None, o.observed, str(gate.report / "index.html")]
+                      o.describe() if o.examples else None, o.observed,
+                      str(gate.report / "index.html") if gate.report else None]
                      for o in gate.outcomes])
     message = gate.message(cycle)
     _log.log(logging.WARNING if any(not o.success for o in gate.outcomes) else logging.INFO, message)

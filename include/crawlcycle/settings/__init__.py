@@ -66,6 +66,7 @@ STEMMERS = ("none", "arabic", "armenian", "basque", "catalan", "czech", "danish"
             "turkish", "yiddish")
 STOP_LISTS = ("english", "none")
 CHANGE_MODELS = ("poisson", "bursts")
+GATE_REPORTS = ("problems", "always", "never")
 PATH_SETTINGS = ("db_path", "data_dir", "seeds_file", "query_log_dir", "results_log_dir", "snapshot", "parse_cache",
                  "oracle_impact")
 # The sections, in the order of the settings reference and of `write_toml`.
@@ -370,6 +371,8 @@ class Settings:
                                                high=1)
     gate_min_links_per_page: float = quality(1.0, "parse gate: fewest out-links per 2xx HTML page on average", low=0)
     gate_min_sample: int = quality(20, "distribution checks skip datasets with fewer rows than this", low=1)
+    gate_reports: str = quality("problems", "when a gate writes its HTML report (GX data docs, linked from the Crawl "
+                                "page): problems (a check failed or warned), always, never", choices=GATE_REPORTS)
     # The demo web on loopback.
     demo_hosts: int = demo(24, "hosts of the generated demo web", low=1)
     demo_pages: int = demo(2400, "pages of the generated demo web", low=1)

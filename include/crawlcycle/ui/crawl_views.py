@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from crawlcycle.pipeline.crawl_snapshot import load_snapshot
+from crawlcycle.quality.gate_suites import STAGES
 from crawlcycle.settings import Settings
 from crawlcycle.ui import svg_charts
 from crawlcycle.ui.svg_charts import Bars, Line, Panel
@@ -85,8 +87,10 @@ def fmt(value: Any) -> str:
 _NUMERIC = ' class="n"'
 
 
-def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict], key: str | None = None) -> str:
-    """An HTML table; each cell carries its column name (``data-col``) and each row its key (``data-key``)."""
+def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict], key: str | None = None,
+           links: dict[str, Callable[[dict], str | None]] | None = None) -> str:
+    """An HTML table; each cell carries its column name (``data-col``) and each row its key (``data-key``). A column
+    of ``links`` shows its label as a link to the address the function gives the row (nothing for None)."""
     if not rows:
         return f'<p class="empty" id="{table_id}">None.</p>'
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in columns)
@@ -94,9 +98,31 @@ def _table(table_id: str, columns: list[tuple[str, str]], rows: list[dict], key:
     for row in rows:
         attr = f' data-key="{html.escape(str(row[key]))}"' if key else ""
         cells = "".join(f'<td data-col="{col}"{_NUMERIC if isinstance(row.get(col), int | float) else ""}>'
-                        f"{html.escape(fmt(row.get(col)))}</td>" for col, _ in columns)
+                        f"{_cell(row, col, label, (links or {}).get(col))}</td>" for col, label in columns)
         body.append(f"<tr{attr}>{cells}</tr>")
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def _cell(row: dict, col: str, label: str, link: Callable[[dict], str | None] | None) -> str:
+    if link is None:
+        return html.escape(fmt(row.get(col)))
+    href = link(row)
+    return f'<a href="{html.escape(href)}">{html.escape(label)}</a>' if href else ""
+
+
+def gate_report_href(row: dict) -> str | None:
+    """The Crawl page's link to a gate's HTML report (served by the plugin from the quality folder), if it has one."""
+    return f"gates/{row['cycle']}/{row['gate']}/index.html" if row.get("report") else None
+
+
+def gate_report_file(settings: Settings, cycle: int, gate: str, path: str) -> Path | None:
+    """The file ``path`` of gate ``gate``'s report of cycle ``cycle``, or None when there is no such file inside
+    that report's folder."""
+    if gate not in STAGES:
+        return None
+    folder = (Path(settings.data_dir) / "quality" / f"{cycle:05d}" / gate).resolve()
+    file = (folder / path).resolve()
+    return file if file.is_relative_to(folder) and file.is_file() else None
 
 
 def _figure(plot_id: str, caption: str, svg: str) -> str:
@@ -351,7 +377,8 @@ def _crawl_sections(snapshot: dict) -> list[str]:
            _table("fetch-errors", [("cycle", "cycle"), ("error_class", "class"), ("urls", "URLs")], t["fetch_errors"]),
            "<h3>Quality gates</h3>",
            _table("gates", [("cycle", "cycle"), ("gate", "gate"), ("checks", "checks"), ("passed", "passed"),
-                            ("failed", "failed"), ("warned", "warned")], t["gates"]),
+                            ("failed", "failed"), ("warned", "warned"), ("report", "report")], t["gates"],
+                  links={"report": gate_report_href}),
            _table("gate-problems", [("cycle", "cycle"), ("gate", "gate"), ("expectation", "check"),
                                     ("severity", "severity"), ("failed_rows", "failed rows"),
                                     ("observed", "observed")], t["gate_problems"]) if t["gate_problems"]
