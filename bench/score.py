@@ -1,6 +1,7 @@
 """Cost of one cycle's ordering stages (refit, select_needy, score, materialize) on a large synthetic crawl.
 
-    .venv/bin/python bench/score.py [--scale 1 [3 10 ...]] [--dir DIR] [--state DIR [--build-only]] [--table]
+    .venv/bin/python bench/score.py [--scale 1 [3 10 ...]] [--batch N] [--dir DIR] [--state DIR [--build-only]]
+                                    [--table]
 
 Builds, in a fresh DuckDB file under ``--dir`` (default: a temporary folder), the state that cycle C = 6 finds after
 its update stage. Sizes at scale 1: 1,000,000 frontier URLs on 20,000 hosts, 200,000 crawled pages, 5,000,000 links,
@@ -41,11 +42,17 @@ goal of the next larger one, and the exit code is 1 when the run misses it (0 be
 ``cycle_over_indegree=<refit + select_needy + score + materialize> / <score + materialize under indegree>``, of
 the last scale given; ``refit_over_full_recompute=`` comes before them.
 
-Each timed scale's figures are kept in ``bench/results/score-scale<S>.json`` (``refresh_seconds`` per stage and
-``batch``: its refreshes, new URLs and the refresh candidates kept in ``refresh_scores``); with two scales or more
-kept, the run ends with a table of each stage's seconds and peak RSS at every kept scale, the refresh part's seconds,
-and each row's growth exponent between them (seconds ~ URLs ** exponent), next to the exponent n log n would have
-(``--table`` prints it alone).
+``--batch N`` makes cycle C's update N crawled pages (with the links and new URLs of as many pages of the scale) and
+the next batch N URLs at every scale, for a growth line whose work per cycle holds still while the crawl grows; its
+states are kept in DIR/scale-S-batchN and its results apart.
+
+Each timed scale's figures are kept in ``bench/results/score-scale<S>.json`` (with ``--batch``,
+``score-scale<S>-batch<N>.json``): ``refresh_seconds`` per stage and ``batch``, its refreshes, new URLs and the
+refresh candidates kept in ``refresh_scores``. With two scales or more kept, the run ends with a table of each
+stage's seconds and peak RSS at every kept scale, the refresh part's seconds, the four stages over the indegree
+cycle of the same run, and each row's growth exponent between them (seconds ~ URLs ** exponent), next to the
+exponent n log n would have (``--table`` prints it alone). The load average at the start and the end of each run
+says whether the machine was idle.
 """
 
 from __future__ import annotations
@@ -267,11 +274,19 @@ def in_folder(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
                 [str(folder)])
 
 
-def sizes(scale: float) -> dict[str, int]:
+def sizes(scale: float, batch: int | None = None) -> dict[str, int]:
+    """The state's sizes at ``scale``; cycle C's update is NEW_SHARE of each, or with ``batch`` that many pages (and
+    the links and new URLs of as many pages of the scale)."""
     growth = {"pages": scale ** PAGE_GROWTH, "queries": min(scale, 1.0)}
     n = {k: max(1, round(v * growth.get(k, scale))) for k, v in SIZES.items()}
-    n.update({f"new_{k}": max(1, round(n[k] * NEW_SHARE)) for k in ("urls", "pages", "links")})
+    share = batch / n["pages"] if batch else NEW_SHARE
+    n.update({f"new_{k}": max(1, round(n[k] * share)) for k in ("urls", "pages", "links")})
     return n
+
+
+def results_name(scale: float, batch: int | None) -> str:
+    """The file of bench/results that keeps a timed run of ``scale`` (a fixed batch's apart)."""
+    return f"score-scale{scale:g}" + (f"-batch{batch}" if batch else "")
 
 
 def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid", scale: float = 1.0) -> Settings:
@@ -473,10 +488,11 @@ def state_copy(folder: Path, name: str) -> Iterator[None]:
         shutil.rmtree(folder / name)
 
 
-def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_root: Path | None) -> dict:
+def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_root: Path | None,
+              batch: int | None = None) -> dict:
     """Build (or copy) the state of ``scale`` and time its stages; return what bench/results keeps of the run."""
-    n = sizes(scale)
-    state = state_root / f"scale-{scale:g}" if state_root else None
+    n = sizes(scale, batch)
+    state = state_root / (f"scale-{scale:g}" + (f"-batch{batch}" if batch else "")) if state_root else None
     if folder_root:
         folder_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder_root) as tmp:
@@ -491,7 +507,8 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
             print(f"  [{time.perf_counter() - t0:6.1f} s] {msg}", flush=True)
 
         kept = state / "sizes.json" if state else None
-        run: dict = {"scale": scale, "sizes": n, "load": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
+        run: dict = {"scale": scale, "sizes": n, "fixed_batch": batch, "load": round(os.getloadavg()[0], 1),
+                     "cpus": os.cpu_count()}
         found = json.loads(kept.read_text()) if kept and kept.exists() else {}
         if found.get("format") == STATE_FORMAT and found.get("sizes") == n:
             shutil.copytree(state, folder, dirs_exist_ok=True)
@@ -559,7 +576,8 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
     run.update(seconds={k: round(v, 2) for k, v in seconds.items()},
                peak_GiB={k: round(v / (1 << 30), 2) for k, v in peaks.items()},
                refresh_seconds={k: round(v, 2) for k, v in refreshing.items()},
-               reference={k: round(v, 2) for k, v in reference.items()})
+               reference={k: round(v, 2) for k, v in reference.items()}, load_end=round(os.getloadavg()[0], 1))
+    print(f"load: {run['load']} at the start, {run['load_end']} at the end ({os.cpu_count()} cores)")
     return run
 
 
@@ -581,11 +599,13 @@ def growth_table(runs: list[dict]) -> str:
     (blank in a result kept before it was timed), and each row's growth exponent between successive scales
     (t ~ n ** e, n the frontier's URLs) next to that of n log n."""
     runs = sorted(runs, key=lambda r: r["scale"])
-    rows = [*STAGES, "refresh part", "four stages", "build"]
+    rows = [*STAGES, "refresh part", "four stages", "over indegree", "build"]
 
     def value(run: dict, row: str) -> float | None:
         if row == "build":
             return run["build_s"]
+        if row == "over indegree":
+            return sum(run["seconds"].values()) / sum(run["reference"].values())
         if row == "refresh part":
             return sum(run["refresh_seconds"].values()) if "refresh_seconds" in run else None
         return sum(run["seconds"].values()) if row == "four stages" else run["seconds"][row]
@@ -593,13 +613,15 @@ def growth_table(runs: list[dict]) -> str:
     def cell(run: dict, row: str) -> str:
         if value(run, row) is None:
             return ""
+        if row == "over indegree":
+            return f"{value(run, row):.2f}×"
         if row in ("build", "refresh part"):
             return f"{value(run, row):.1f} s"
         peak = max(run["peak_GiB"].values()) if row == "four stages" else run["peak_GiB"][row]
         return f"{value(run, row):.1f} s, {peak:.2f} GiB"
 
     def exponent(a: dict, b: dict, row: str) -> str:
-        if value(a, row) is None or value(b, row) is None:
+        if row == "over indegree" or value(a, row) is None or value(b, row) is None:
             return ""
         return f"{math.log(value(b, row) / value(a, row)) / math.log(b['sizes']['urls'] / a['sizes']['urls']):.2f}"
 
@@ -626,26 +648,33 @@ def main() -> int:
     ap.add_argument("--state", type=Path, help="folder keeping each scale's built state (scale-S/), reused when it "
                                                "holds the same sizes")
     ap.add_argument("--build-only", action="store_true", help="stop once the states are built (with --state)")
+    ap.add_argument("--batch", type=int, help="the same batch (pages of cycle C's update, and the next batch) at every "
+                                              "scale, instead of 5 %% of the crawled pages")
     ap.add_argument("--table", action="store_true", help="only print the growth table of the kept results")
     args = ap.parse_args()
     kept = {}
     for path in RESULTS.glob("score-scale*.json"):
         run = json.loads(path.read_text())
-        kept[run["scale"]] = run
+        if path.stem == results_name(run["scale"], args.batch):  # the growth line of the same batch rule
+            kept[run["scale"]] = run
     met = True
     for scale in [] if args.table else args.scale:
-        run = run_scale(scale, args.state, args.build_only, args.dir)
+        run = run_scale(scale, args.state, args.build_only, args.dir, args.batch)
         if args.build_only:
             continue
         run["commit"] = commit()
-        (RESULTS / f"score-scale{scale:g}.json").write_text(json.dumps(run, indent=1) + "\n")
+        (RESULTS / f"{results_name(scale, args.batch)}.json").write_text(json.dumps(run, indent=1) + "\n")
         kept[scale] = run
         lines, ok = summary(run)
         met = met and (ok or scale < 1)
         if scale != args.scale[-1]:
             print("\n".join(lines) + "\n", flush=True)
+    if args.table and len(kept) < 2:
+        print(f"fewer than two timed scales kept in {RESULTS.relative_to(ROOT)} "
+              f"({results_name(0, args.batch).replace('scale0', 'scale*')}.json): no growth table yet")
     if len(kept) > 1 and not args.build_only:
-        print(f"\nGrowth, from the results kept in {RESULTS.relative_to(ROOT)} (score-scale*.json):")
+        print(f"\nGrowth, from the results kept in {RESULTS.relative_to(ROOT)} "
+              f"({results_name(0, args.batch).replace('scale0', 'scale*')}.json):")
         print(growth_table(list(kept.values())))
     if not args.table and not args.build_only:
         print("\n".join(summary(kept[args.scale[-1]])[0]))

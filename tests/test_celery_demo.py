@@ -4,6 +4,7 @@ started outlives it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import psutil
@@ -47,6 +48,10 @@ def test_celery_demo_spreads_shards_and_keeps_one_writer(tmp_path: Path, capsys:
     db_rows = [r for r in rows if r["task"] in DB_TASKS]
     assert len(db_rows) == 2 * len(DB_TASKS)
     assert {(r["worker"], r["queue"]) for r in db_rows} == {(WRITER, settings.writer_queue)}
+    # Each worker imported GX before its pool forked (Celery's imports, airflow.cfg): no gate task imports it again,
+    # so in every cycle the gates' GX import takes less than their validation.
+    costs = [re.fullmatch(r"validation ([\d.]+) s \+ GX import ([\d.]+) s", g) for g in result["gates"]]
+    assert len(costs) == 2 and all(c and float(c[2]) < float(c[1]) for c in costs), result["gates"]
     # The printed table has one line per task instance, naming its worker.
     table = [line.split() for line in out.splitlines() if line.startswith("backfill__")]
     assert len(table) == len(rows) and {line[-1] for line in table} == {*GENERAL_WORKERS, WRITER}

@@ -1,6 +1,6 @@
-"""What the Airflow executor imports before it forks the task processes covers what the ordering stages import on
-first use: a real crawl of the demo web in a fresh interpreter, with the executor's fit modules imported first,
-imports no other scikit-learn or SciPy module in any stage of two cycles."""
+"""What the processes that fork Airflow's tasks import first (``crawlcycle.airflow.preload``) covers what the stages
+import on first use: a real crawl of the demo web in a fresh interpreter that imported ``PRELOAD`` first imports no
+other scikit-learn, SciPy or Great Expectations module in any stage of two cycles."""
 
 from __future__ import annotations
 
@@ -14,17 +14,14 @@ from crawlcycle.settings.sources import write_toml
 from tests.support.demo import demo_settings
 
 CRAWL = """
-import importlib, json, sys
+import json, sys
 from datetime import date
-from crawlcycle.models import FIT_MODULES
+from crawlcycle.airflow.preload import preload
 from crawlcycle.pipeline import stages
-from crawlcycle.quality.gates import load_gx
 from crawlcycle.settings.sources import load_settings
 from crawlcycle.db import connect
 
-for name in FIT_MODULES:
-    importlib.import_module(name)
-load_gx()
+preload()
 before = set(sys.modules)
 settings = load_settings(config=sys.argv[1], environ={})
 stages.init(settings)
@@ -32,7 +29,7 @@ for day in (1, 2):
     stages.run_cycle(settings, date(2026, 11, day), progress=lambda m: None)
 with connect(settings, read_only=True) as con:
     models = sorted({m for (m,) in con.execute("SELECT model FROM model_runs").fetchall()})
-late = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("sklearn", "scipy"))
+late = sorted(m for m in set(sys.modules) - before if m.split(".")[0] in ("sklearn", "scipy", "great_expectations"))
 print(json.dumps({"models": models, "late": late}))
 """
 
