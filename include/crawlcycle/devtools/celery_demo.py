@@ -223,8 +223,8 @@ def demo_settings(settings: Settings, home: Path, web_port: int) -> Settings:
 
 def run_celery_demo(settings: Settings, home: Path, cycles: int = 2,
                     log: Callable[[str], None] | None = None) -> dict:
-    """Run ``cycles`` demo cycles under CeleryExecutor; print and return the worker of every task instance
-    (``{"rows": [...], "problems": [...], "seconds": float}``)."""
+    """Run ``cycles`` demo cycles under CeleryExecutor; print and return the worker of every task instance and each
+    cycle's gate seconds (``{"rows": [...], "problems": [...], "seconds": float, "gates": [str, ...]}``)."""
     t0 = time.monotonic()
     say = log or (lambda m: print(f"[celery-demo {time.monotonic() - t0:5.0f}s] {m}", flush=True))
     bin_dir, redis_exe = ensure_packages(say)
