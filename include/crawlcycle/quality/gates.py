@@ -209,12 +209,12 @@ def evaluate(con: duckdb.DuckDBPyConnection, settings: Settings, stage: str, cyc
             outcomes[c.name] = Outcome(c.name, True, 0, [], f"skipped: {len(frame)} rows, fewer than "
                                        f"gate_min_sample ({settings.gate_min_sample})", severity.get(c.name, "fail"))
         suite = context.suites.add(gx.ExpectationSuite(name=f"{stage}.{dataset}"))
-        for c in mine:
-            if c not in skipped:
-                suite.add_expectation(getattr(gx.expectations, c.expectation)(
-                    **c.kwargs, meta={"check": c.name, "meaning": c.meaning}))
-        result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=_whole_frame(source, dataset),
-                                         suite=suite).run(
+        run = [c for c in mine if c not in skipped]
+        for c in run:
+            suite.add_expectation(getattr(gx.expectations, c.expectation)(**c.kwargs, meta={"check": c.name,
+                                                                                            "meaning": c.meaning}))
+        batch = _whole_frame(source, dataset)
+        result = gx.ValidationDefinition(name=f"{stage}.{dataset}", data=batch, suite=suite).run(
             batch_parameters={"dataframe": frame},
             result_format={"result_format": "SUMMARY", "partial_unexpected_count": _EXAMPLES})
         for r in result.results:
