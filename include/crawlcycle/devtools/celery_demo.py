@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import json
 import os
 import shutil
 import signal
@@ -26,13 +25,12 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from crawlcycle.airflow.support import WORKER_NAME_ENV
-from crawlcycle.db import connect
 from crawlcycle.devtools.airflow_stack import AirflowStack, stop_group
 from crawlcycle.devtools.demo import ensure_demo_web, reset_crawl, start_web
 from crawlcycle.pipeline.stages import init
 from crawlcycle.settings import Settings
 from crawlcycle.settings.sources import write_toml
-from crawlcycle.ui.report import gate_cost
+from crawlcycle.ui.report import cycle_summary
 
 GENERAL_WORKERS = ("general1", "general2")
 WRITER = "writer"
@@ -265,9 +263,7 @@ def run_celery_demo(settings: Settings, home: Path, cycles: int = 2,
     print(f"fetch shards per worker: {fetches}; DuckDB tasks on {WRITER}: "
           f"{sum(1 for r in rows if r['worker'] == WRITER)}; {seconds} s in all", flush=True)
     # the workers imported GX before forking (crawlcycle.airflow.celery_config): a gate task imports it no more
-    with connect(settings, read_only=True) as con:
-        gates = [gate_cost(json.loads(s or "{}"), None) for (s,) in con.execute(
-            "SELECT stage_seconds FROM cycles ORDER BY cycle").fetchall()]
+    gates = cycle_summary(settings)["gates"].to_list()
     print(f"quality gates per cycle: {'; '.join(gates)}", flush=True)
     for p in problems:
         print(f"PROBLEM: {p}", flush=True)
