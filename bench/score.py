@@ -284,9 +284,9 @@ def sizes(scale: float, batch: int | None = None) -> dict[str, int]:
     return n
 
 
-def results_name(scale: float, batch: int | None) -> str:
-    """The file of bench/results that keeps a timed run of ``scale`` (a fixed batch's apart)."""
-    return f"score-scale{scale:g}" + (f"-batch{batch}" if batch else "")
+def batch_suffix(batch: int | None) -> str:
+    """What names a fixed batch's kept states and results apart from the default's."""
+    return f"-batch{batch}" if batch else ""
 
 
 def bench_settings(folder: Path, batch_size: int, policy: str = "hybrid", scale: float = 1.0) -> Settings:
@@ -492,7 +492,7 @@ def run_scale(scale: float, state_root: Path | None, build_only: bool, folder_ro
               batch: int | None = None) -> dict:
     """Build (or copy) the state of ``scale`` and time its stages; return what bench/results keeps of the run."""
     n = sizes(scale, batch)
-    state = state_root / (f"scale-{scale:g}" + (f"-batch{batch}" if batch else "")) if state_root else None
+    state = state_root / f"scale-{scale:g}{batch_suffix(batch)}" if state_root else None
     if folder_root:
         folder_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder_root) as tmp:
@@ -655,7 +655,7 @@ def main() -> int:
     kept = {}
     for path in RESULTS.glob("score-scale*.json"):
         run = json.loads(path.read_text())
-        if path.stem == results_name(run["scale"], args.batch):  # the growth line of the same batch rule
+        if path.stem == f"score-scale{run['scale']:g}{batch_suffix(args.batch)}":  # the same batch rule's line
             kept[run["scale"]] = run
     met = True
     for scale in [] if args.table else args.scale:
@@ -663,7 +663,7 @@ def main() -> int:
         if args.build_only:
             continue
         run["commit"] = commit()
-        (RESULTS / f"{results_name(scale, args.batch)}.json").write_text(json.dumps(run, indent=1) + "\n")
+        (RESULTS / f"score-scale{scale:g}{batch_suffix(args.batch)}.json").write_text(json.dumps(run, indent=1) + "\n")
         kept[scale] = run
         lines, ok = summary(run)
         met = met and (ok or scale < 1)
@@ -671,10 +671,10 @@ def main() -> int:
             print("\n".join(lines) + "\n", flush=True)
     if args.table and len(kept) < 2:
         print(f"fewer than two timed scales kept in {RESULTS.relative_to(ROOT)} "
-              f"({results_name(0, args.batch).replace('scale0', 'scale*')}.json): no growth table yet")
+              f"(score-scale*{batch_suffix(args.batch)}.json): no growth table yet")
     if len(kept) > 1 and not args.build_only:
         print(f"\nGrowth, from the results kept in {RESULTS.relative_to(ROOT)} "
-              f"({results_name(0, args.batch).replace('scale0', 'scale*')}.json):")
+              f"(score-scale*{batch_suffix(args.batch)}.json):")
         print(growth_table(list(kept.values())))
     if not args.table and not args.build_only:
         print("\n".join(summary(kept[args.scale[-1]])[0]))
