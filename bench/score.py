@@ -359,7 +359,8 @@ def build(con: duckdb.DuckDBPyConnection, settings: Settings, n: dict[str, int],
                 "SELECT k, query, x, floor(6 * exp(-x / 4) * unit(query, k + 100))::INT FROM "
                 "(SELECT k, query, round(12 * unit(query, k), 6) AS x "
                 " FROM (SELECT DISTINCT query FROM query_log) CROSS JOIN range(2, $cycle) t(k))", {"cycle": c})
-    say(f"history: {ranked} results of cycle C-1, what the history's changed checks moved, and improvement history")
+    say(f"history: {ranked.rows} results of cycle C-1, what the history's changed checks moved, and improvement "
+        "history")
     fit = score_model.fit(con, settings, c - 1)
     say(f"history: S' and the top-K odds of refit C-1 (validation MAE {fit.get('validation_mae')})")
 

@@ -22,7 +22,7 @@ from crawlcycle.db import connect, migrate
 from crawlcycle.evaluation.judge import Judge, judge_top_k
 from crawlcycle.models.refit import refit_link_graph
 from crawlcycle.parse.warc_records import parse_warcs
-from crawlcycle.ranking import engine_results, ranker
+from crawlcycle.ranking import engine_results, epochs, ranker
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.ranking.ranker_fit import fit_ranker
 from crawlcycle.settings import Settings, SettingsError
@@ -32,7 +32,7 @@ UA = "crawlcycle-test/0.1 (+http://127.0.0.1/contact)"
 INDEX_TABLES = {  # index tables by URL, so that two indexes with other page numbers compare equal
     "postings": "SELECT d.url, p.field, p.term, p.tf FROM postings p JOIN posting_docs d USING (doc)",
     "posting_lengths": "SELECT d.url, l.field, l.length FROM posting_lengths l JOIN posting_docs d USING (doc)",
-    "posting_terms": "SELECT * FROM posting_terms",
+    "posting_terms": "SELECT term, df FROM posting_terms",
     "posting_fields": "SELECT * FROM posting_fields",
 }
 
@@ -159,7 +159,7 @@ def test_bm25f_scores_follow_the_formula(tmp_path: Path) -> None:
                 assert got[url] == pytest.approx(want[url], abs=1e-9), (query, url)
         # Only its in-link anchors and its URL hold "apple" for the orchard page.
         assert "http://delta.test/apple/four.html" in ranker.score_pages(con, settings, "apple")
-        assert ranker.rank_queries(con, settings, 1, ["Red  Apple", "nothing matches"]) == 2
+        assert ranker.rank_queries(con, settings, 1, ["Red  Apple", "nothing matches"]).rows == 2
         rows = con.execute("SELECT query, rank, url, score, source FROM query_results ORDER BY rank").fetchall()
     best = sorted(expected_scores("red apple", 1.5, weights, b, 0.7).items(), key=lambda kv: -kv[1])[:2]
     assert [(q, r, u, s) for q, r, u, s, _ in rows] == [("red apple", i + 1, u, pytest.approx(s, abs=1e-9))
@@ -258,7 +258,7 @@ def test_real_queries_rank_the_page_that_answers_them(real_crawl, tmp_path: Path
         con.execute("INSERT INTO query_log (partition, query, frequency) VALUES ('2026-11-02', 'other day', 1)")
         refit_link_graph(con, 1)
         ranker.index_pages(con, 1)
-        assert ranker.rank_queries(con, settings, 1) == 5 * len(REAL_ANSWERS)
+        assert ranker.rank_queries(con, settings, 1).rows == 5 * len(REAL_ANSWERS)
         results = con.sql("SELECT query, url FROM query_results WHERE cycle = 1 ORDER BY query, rank").pl()
         top = {q: results.filter(pl.col("query") == q)["url"].to_list() for q in results["query"].unique()}
         for text, answer in REAL_ANSWERS.items():
@@ -283,6 +283,11 @@ def test_incremental_index_equals_a_rebuild_and_reruns_change_nothing(real_crawl
         first = index_digest(con)
         assert ranker.index_pages(con, 2) == counts
         assert index_digest(con) == first
+        # Within the epoch cycle 1 opened its statistics hold; the next epoch's are a rebuild's.
+        assert not con.sql("SELECT df FROM posting_terms WHERE stale").pl().is_empty()
+        epochs.begin(con, 2, "age", None, None)
+        first = index_digest(con)
+        assert con.sql("SELECT df FROM posting_terms WHERE stale").pl().is_empty()
         rewritten = {r[0] for r in con.execute("SELECT url FROM posting_docs WHERE cycle = 1 AND anchor_cycle = 2")
                      .fetchall()}
     rebuilt = make_settings(tmp_path / "rebuilt")
@@ -310,9 +315,9 @@ def test_loaded_results_replace_the_reference_ranking(tmp_path: Path) -> None:
     parquet = tmp_path / "engine.parquet"
     pl.DataFrame({"query": ["pear"], "rank": [1], "url": ["http://beta.test/green/two.html"]}).write_parquet(parquet)
     with connect(settings) as con:
-        assert ranker.rank_queries(con, settings, 1, ["red apple"]) == 2
+        assert ranker.rank_queries(con, settings, 1, ["red apple"]).rows == 2
         assert ranker.load_results(con, settings, 1, tsv) == 2  # rank 3 is beyond K
-        assert ranker.rank_queries(con, settings, 1, ["red apple", "pear"]) == 0
+        assert ranker.rank_queries(con, settings, 1, ["red apple", "pear"]).rows == 0
         assert con.execute("SELECT query, rank, url, score, source FROM query_results ORDER BY rank").fetchall() == [
             ("red apple", 1, "http://gamma.test/blue/three.html", 9.5, "loaded"),
             ("red apple", 2, "http://alpha.test/red/one.html", 3.0, "loaded")]

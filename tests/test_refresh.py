@@ -505,7 +505,8 @@ def test_the_cycle_figures_count_refreshes_304s_changes_and_gone_pages_and_estim
         stored(con, "http://a.test/fresh", 1, (False,))  # checked in cycle NOW
         stored(con, "http://a.test/old", 4)
         stored(con, "http://a.test/unindexed", 4)
-        con.execute("INSERT INTO posting_docs VALUES (1, 'http://a.test/fresh', 1, 1), (2, 'http://a.test/old', 1, 1)")
+        con.execute("INSERT INTO posting_docs (doc, url, cycle, anchor_cycle) "
+                    "VALUES (1, 'http://a.test/fresh', 1, 1), (2, 'http://a.test/old', 1, 1)")
         con.executemany("INSERT INTO page_checks (cycle, url, host, outcome, status, previous_cycle, changed) "
                         "VALUES (?, ?, 'a.test', ?, ?, ?, ?)",
                         [(NOW, "http://a.test/304", "not_modified", 304, 3, False),

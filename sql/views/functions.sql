@@ -60,13 +60,21 @@ CREATE OR REPLACE MACRO prestige_impact(pr, links, b0, b1, b2, b11, b12, b22) AS
 CREATE OR REPLACE MACRO bm25f_tf(w, tf, b, length, avg_length) AS w * tf / (1 - b + b * length / avg_length);
 CREATE OR REPLACE MACRO bm25_weight(pages, df, tf, k1) AS ln(1 + (pages - df + 0.5) / (df + 0.5)) * tf / (k1 + tf);
 CREATE OR REPLACE MACRO prestige_prior(w, pagerank, known) AS w * ln(1 + coalesce(pagerank, 0) * known);
--- The fields that count (weight above 0) with their weight, b and average length in the index: `names`, `weights` and
--- `bs` side by side (the settings bm25_weights and bm25_b).
-CREATE OR REPLACE MACRO bm25f_fields(names, weights, bs) AS TABLE
-SELECT p.field, p.weight, p.b, s.avg_length
+-- The fields that count (weight above 0) with their weight, b and average length: `names`, `weights` and `bs` side by
+-- side (the settings bm25_weights and bm25_b); the length the index epoch holds, or with `today` the index's now.
+CREATE OR REPLACE MACRO bm25f_fields(names, weights, bs, today) AS TABLE
+SELECT p.field, p.weight, p.b, CASE WHEN today THEN c.avg_length ELSE s.avg_length END AS avg_length
 FROM (SELECT unnest(names) AS field, unnest(weights) AS weight, unnest(bs) AS b) p
 JOIN posting_fields s ON s.field = p.field
+LEFT JOIN (SELECT field, sum(length) / (SELECT count(*) FROM posting_docs) AS avg_length
+           FROM posting_lengths WHERE today GROUP BY field) c ON c.field = p.field
 WHERE p.weight > 0;
+-- N (indexed pages) of the idf and the known URLs of the prior: the open index epoch's, or with `today` the crawl's now.
+CREATE OR REPLACE MACRO ranker_sizes(today) AS TABLE
+SELECT CASE WHEN today THEN (SELECT count(*) FROM posting_docs)
+            ELSE (SELECT pages FROM index_epochs WHERE closed_cycle IS NULL) END AS pages,
+       CASE WHEN today THEN (SELECT count(*) FROM frontier)
+            ELSE (SELECT known FROM index_epochs WHERE closed_cycle IS NULL) END AS known;
 
 -- The weight of result rank `r` in a top `k`: users look at rank r with a likelihood of r^-1.5 (Pandey & Olston,
 -- "User-centric Web crawling", 2005), scaled so that the k ranks average 1, the worth of one top-K slot: the impact

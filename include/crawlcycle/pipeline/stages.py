@@ -342,6 +342,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         evidence = part("evidence_index", lambda: evidence_index.update(con, cycle))
         indexed = part("ranker_index", lambda: ranker.index_pages(con, cycle, ranker.Analyzer.of(settings)))
         ranked = part("rank_queries", lambda: ranker.rank_queries(con, settings, cycle))
+        refit.record_model(con, cycle, "index_epoch", ["postings"], ranked.metrics())
         engine = part("engine_results", lambda: engine_results.merge(con, settings, cycle))
         if engine:
             refit.record_model(con, cycle, "engine_results", ["results_log"], engine)
@@ -353,7 +354,7 @@ def refit_models(settings: Settings, cycle: int) -> dict:
         prestige_fit = part("prestige", lambda: prestige.fit(con, settings, cycle))
         if settings.policy == "hybrid":
             part("hybrid_mix", lambda: mix.fit(con, settings, cycle))
-        return {**graph, **grams, **evidence, **indexed, "query_results": ranked, **engine,
+        return {**graph, **grams, **evidence, **indexed, "query_results": ranked.rows, **engine,
                 "improvability_slope": fit.get("slope"), "s_prime_mae": s_prime.get("validation_mae"),
                 "s_prime_kept": bool(s_prime.get("kept")),
                 "s_prime_drift": s_prime.get("drift", s_prime.get("drift_check", {}).get("drift")),

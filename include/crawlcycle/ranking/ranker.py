@@ -35,6 +35,7 @@ import polars as pl
 import Stemmer
 
 from crawlcycle.db import query, run_sql, scalar, staged, transaction
+from crawlcycle.ranking import epochs
 from crawlcycle.ranking.query_log import normalize_query
 from crawlcycle.ranking.results_log import read_results
 from crawlcycle.settings import RANK_FIELDS, Settings
@@ -131,9 +132,11 @@ def _postings(fields: pl.DataFrame, analyzer: Analyzer) -> pl.DataFrame:
 def index_pages(con: duckdb.DuckDBPyConnection, cycle: int, analyzer: Analyzer = DEFAULT_ANALYZER) -> dict[str, int]:
     """Bring the index up to date after cycle ``cycle``: index the pages not indexed yet, drop pages that are no
     longer indexable, and rewrite the anchor field of pages with new in-links; an index built with another
-    ``analyzer`` is emptied first, so that every page is indexed anew. Running it again for the same cycle leaves
-    the same tables. Returns how many pages got their content fields and anchor field written."""
+    ``analyzer`` is emptied first, so that every page is indexed anew; an index without an open epoch, or rebuilt,
+    opens one (:mod:`crawlcycle.ranking.epochs`; :func:`rank_queries` decides the others). Running it again for the
+    same cycle leaves the same tables. Returns how many pages got their content fields and anchor field written."""
     with transaction(con):
+        rebuilt = scalar(con, "SELECT count(*) FROM posting_analyzer WHERE analyzer <> ?", [analyzer.key()]) > 0
         run_sql(con, "ranking/ranker/analyzer", analyzer=analyzer.key())
         run_sql(con, "ranking/ranker/sync_docs", cycle=cycle)
         counts = con.sql("SELECT count(*) FILTER (content) AS pages, count(*) AS anchor_pages FROM r_refresh").pl()
@@ -144,7 +147,9 @@ def index_pages(con: duckdb.DuckDBPyConnection, cycle: int, analyzer: Analyzer =
         for first in range(1, counts["anchor_pages"][0] + 1, CHUNK_PAGES):
             _index_chunk(con, first, first + CHUNK_PAGES - 1, analyzer)
         run_sql(con, "ranking/ranker/write_postings", cycle=cycle)
-        run_sql(con, "ranking/ranker/index_stats")
+        run_sql(con, "ranking/ranker/index_stats", cycle=cycle)
+        if rebuilt or epochs.open_epoch(con) is None:  # scores read an epoch's statistics: an index gets one at once
+            epochs.begin(con, cycle, "settings" if rebuilt else "first", None, None)
     return counts.row(0, named=True)
 
 
@@ -163,9 +168,11 @@ def _index_chunk(con: duckdb.DuckDBPyConnection, first: int, last: int, analyzer
 
 
 @contextmanager
-def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str]) -> Iterator[None]:
+def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str], *, today: bool = False,
+             written: int | None = None) -> Iterator[None]:
     """Stage the queries (s_queries), their terms (s_query_terms) and the terms' BM25F weights in the pages holding
-    them (r_weights), with integer ids for queries and terms."""
+    them (r_weights), with integer ids for queries and terms: under the index epoch's statistics, or with ``today``
+    those of the index now; in every indexed page, or only in those index run ``written`` wrote."""
     query_frame = pl.DataFrame({"query": sorted(set(queries))}, schema={"query": pl.String}).with_row_index("qid")
     query_terms = (query_frame.select("qid", term=terms(pl.col("query"), Analyzer.of(settings))).explode("term")
                    .drop_nulls("term").unique()
@@ -174,7 +181,8 @@ def _weights(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[s
     try:
         with staged(con, s_queries=query_frame, s_query_terms=query_terms):
             run_sql(con, "ranking/ranker/weights", fields=list(RANK_FIELDS), weights=[weights[f] for f in RANK_FIELDS],
-                    bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight)
+                    bs=[bs[f] for f in RANK_FIELDS], k1=settings.bm25_k1, prestige_weight=settings.prestige_weight,
+                    today=today, changed=written is not None, cycle=written or 0)
             yield
     except BaseException:
         # a failed statement aborts the open transaction, which then refuses the DROP: the first error is the one to
@@ -190,18 +198,110 @@ def holds_loaded_results(con: duckdb.DuckDBPyConnection, cycle: int) -> bool:
     return bool(scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ? AND source = 'loaded'", [cycle]))
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """What :func:`rank_queries` did: result rows written, the index epoch its scores read, why that epoch opened
+    this cycle (None: it went on), its drift this cycle, and how many queries were ranked over the whole index,
+    merged with the pages this cycle's index run wrote, or carried as they were (none of their results written, and
+    the bound kept every written page out)."""
+
+    rows: int
+    epoch: int
+    opened: str | None
+    drift: float | None
+    ranked: int
+    merged: int
+    carried: int
+
+    def metrics(self) -> dict:
+        return {"epoch": self.epoch, "opened": self.opened, "drift": self.drift, "queries_ranked": self.ranked,
+                "queries_merged": self.merged, "queries_carried": self.carried}
+
+
 def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
-                 queries: list[str] | None = None) -> int:
-    """Replace cycle ``cycle``'s results with the top ``top_k`` pages of each query (source ``reference``);
-    return the rows written. The queries are those of the cycle's query-log partition unless given. A cycle
-    holding loaded results is left as it is (returns 0)."""
-    if holds_loaded_results(con, cycle):
-        return 0
+                 queries: list[str] | None = None) -> Ranking:
+    """Replace cycle ``cycle``'s results with the top ``top_k`` pages of each query (source ``reference``), under the
+    statistics of the index epoch (:mod:`crawlcycle.ranking.epochs`), opening a new one when the open one must close.
+    Within an epoch, a query ranked last cycle keeps the results this cycle's index run did not write or remove,
+    merged with the pages that run wrote (rescored), where that is exact (:func:`_unsettled`); every other query is
+    ranked over the whole index. The queries are those of
+    the cycle's query-log partition unless given. A cycle holding loaded results keeps them (0 rows written)."""
     if queries is None:
         queries = query(con, "ranking/ranker/cycle_queries", cycle=cycle)["query"].to_list()
-    with _weights(con, settings, [normalize_query(q) for q in queries]), transaction(con):
-        run_sql(con, "ranking/ranker/top_k", cycle=cycle, top_k=settings.top_k, depth=settings.bm25_depth)
-    return scalar(con, "SELECT count(*) FROM query_results WHERE cycle = ?", [cycle])
+    queries = sorted({normalize_query(q) for q in queries})
+    key = epochs.ranker_key(settings, scalar(con, "SELECT analyzer FROM posting_analyzer"))
+    epoch = epochs.open_epoch(con)
+    reason, drift = epochs.reason_to_open(settings, epoch, cycle, key), None
+    if reason is None:
+        drift = _drift(con, settings, epochs.sample(queries, settings.epoch_sample))
+        if cycle - epoch.opened_cycle >= settings.epoch_cycles:
+            reason = "age"
+        elif drift > settings.epoch_drift:
+            reason = "drift"
+    if reason is not None:
+        epochs.begin(con, cycle, reason, key, drift)
+    number = epochs.open_epoch(con).epoch
+    if holds_loaded_results(con, cycle):
+        return Ranking(0, number, reason, drift, 0, 0, 0)
+    carried: list[str] = []
+    if reason is None:
+        run_sql(con, "ranking/ranker/previous_results", cycle=cycle)
+        carried = sorted(set(queries) & set(con.sql("SELECT DISTINCT query FROM r_previous").pl()["query"]))
+    results, merged, unsettled = [], 0, set()
+    if carried:
+        with _weights(con, settings, carried, written=cycle):
+            run_sql(con, "ranking/ranker/merge_top_k", top_k=settings.top_k)
+            merged = scalar(con, "SELECT count(*) FROM r_open")
+            top = _cut(con, settings)
+        con.execute("DROP TABLE r_open")
+        unsettled = _unsettled(con.sql("SELECT query, url, score FROM r_previous WHERE rank = ?",
+                                       params=[settings.top_k]).pl(), top, settings.top_k)
+        results.append(top.filter(~pl.col("query").is_in(unsettled)))
+    con.execute("DROP TABLE IF EXISTS r_previous")
+    whole = sorted(set(queries) - set(carried) | unsettled)
+    results.append(_ranked(con, settings, whole))
+    rows = pl.concat(results).sort("query", "rank")
+    with staged(con, s_results=rows), transaction(con):
+        con.execute("DELETE FROM query_results WHERE cycle = ?", [cycle])
+        con.execute("INSERT INTO query_results SELECT ?, query, rank, url, score, 'reference' FROM s_results",
+                    [cycle])
+    return Ranking(rows.height, number, reason, drift, len(whole), merged - len(unsettled), len(carried) - merged)
+
+
+def _unsettled(old_kth: pl.DataFrame, merged: pl.DataFrame, k: int) -> set[str]:
+    """Queries whose merged top K (query, rank, url, score) may miss a page: every page the merge did not see scores
+    as it did last cycle, so at most as high as the old K-th result (``old_kth``: query, url, score; ties by URL);
+    where the new K-th is not at least as good, or the merge has fewer than K, such a page may belong in the top K."""
+    new = merged.filter(pl.col("rank") == k).select("query", new_url="url", new_score="score")
+    judged = old_kth.join(new, on="query", how="left")
+    worse = (pl.col("new_score").is_null() | (pl.col("new_score") < pl.col("score"))
+             | ((pl.col("new_score") == pl.col("score")) & (pl.col("new_url") > pl.col("url"))))
+    return set(judged.filter(worse)["query"])
+
+
+def _ranked(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str], today: bool = False
+            ) -> pl.DataFrame:
+    """(query, rank, url, score): the top K of each query over the whole index."""
+    with _weights(con, settings, queries, today=today):
+        run_sql(con, "ranking/ranker/top_k", depth=settings.bm25_depth)
+        return _cut(con, settings)
+
+
+def _cut(con: duckdb.DuckDBPyConnection, settings: Settings) -> pl.DataFrame:
+    top = query(con, "ranking/ranker/top_cut", top_k=settings.top_k)
+    con.execute("DROP TABLE r_scored")
+    return top
+
+
+def _drift(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str]) -> float:
+    """Share of the top-K places of ``queries`` that ranking under today's statistics, instead of the epoch's, fills
+    with another page (0 without results)."""
+    held, today = (_ranked(con, settings, queries, today=t).select("query", "url") for t in (False, True))
+    places = held.group_by("query").len().join(today.group_by("query").len(), on="query", how="full",
+                                                 coalesce=True).select(pl.max_horizontal("len", "len_right")).sum()
+    if not places.item():
+        return 0.0
+    return round(1 - held.join(today, on=["query", "url"]).height / places.item(), 6)
 
 
 def pair_scores(con: duckdb.DuckDBPyConnection, settings: Settings, queries: list[str],

@@ -245,6 +245,14 @@ class Settings:
                                      low=0)
     bm25_depth: int = ranking(200, "pages each query term nominates for exact scoring (more = closer to exhaustive)",
                               low=1)
+    epoch_cycles: int = ranking(8, "cycles an index epoch holds the ranker's statistics (N, document frequencies, "
+                                "average lengths, PageRank) still at most; within it a cycle scores only the pages it "
+                                "indexed and carries the other results (recompute full: one cycle)", low=1)
+    epoch_drift: float = ranking(0.02, "an index epoch closes, every query ranked again under today's statistics, once "
+                                 "they would change more than this share of the sampled queries' top-K places",
+                                 low=0, high=1)
+    epoch_sample: int = ranking(200, "queries ranked under the epoch's and today's statistics each cycle to measure "
+                                "its drift", low=1)
     ranker_stemmer: str = ranking("none", "the reference ranker's stemmer, for page and query terms alike: none or a "
                                   "Snowball language (english, german, ...); changing it re-indexes every page",
                                   choices=STEMMERS)

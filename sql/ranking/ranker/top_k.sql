@@ -1,10 +1,10 @@
--- Cycle $cycle's reference results: the top $top_k pages of each query (s_queries, terms in s_query_terms) by
--- score (see weights.sql), ties by URL. Candidates of a query are, for each of its terms, the $depth pages with
--- the highest weight + prior for that term; every candidate is then scored over all the query's terms.
+-- The scored candidates of each query (s_queries, terms in s_query_terms) for its top K (top_cut.sql), by score
+-- (see weights.sql): for each of its terms, the $depth pages with the highest weight + prior for that term, each
+-- scored over all the query's terms, into r_scored (qid, doc, score).
 -- Each step is a statement of its own, its result a temp table: as one statement the window, the distinct, the
 -- scoring aggregate and the cut held their hash tables at once (926 MiB for 3,000 queries over 1,668 pages, where
 -- the largest step alone takes 125 MiB), and under a low memory_limit the query stopped instead of spilling.
--- inputs: s_queries, s_query_terms
+-- inputs: s_query_terms
 CREATE OR REPLACE TEMP TABLE r_best AS
 SELECT tid, doc FROM r_weights
 QUALIFY row_number() OVER (PARTITION BY tid ORDER BY weight + prior DESC, doc) <= $depth;
@@ -16,19 +16,5 @@ FROM r_candidates c
 JOIN s_query_terms q ON q.qid = c.qid
 JOIN r_weights w ON w.key = q.tid::BIGINT << 32 | c.doc
 GROUP BY c.qid, c.doc;
-DELETE FROM query_results WHERE cycle = $cycle;
-INSERT INTO query_results (cycle, query, rank, url, score, source)
-WITH cutoff AS (
-    -- each query's K-th best score: ordering only what reaches it is several times faster
-    SELECT qid, list_min(max(score, $top_k)) AS score FROM r_scored GROUP BY qid
-)
-SELECT $cycle, q.query, row_number() OVER (PARTITION BY s.qid ORDER BY s.score DESC, d.url) AS rank, d.url, s.score,
-       'reference'
-FROM r_scored s
-JOIN cutoff c ON c.qid = s.qid AND s.score >= c.score
-JOIN s_queries q ON q.qid = s.qid
-JOIN posting_docs d ON d.doc = s.doc
-QUALIFY rank <= $top_k;
 DROP TABLE r_best;
 DROP TABLE r_candidates;
-DROP TABLE r_scored;
