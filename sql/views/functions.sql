@@ -60,14 +60,20 @@ CREATE OR REPLACE MACRO prestige_impact(pr, links, b0, b1, b2, b11, b12, b22) AS
 CREATE OR REPLACE MACRO bm25f_tf(w, tf, b, length, avg_length) AS w * tf / (1 - b + b * length / avg_length);
 CREATE OR REPLACE MACRO bm25_weight(pages, df, tf, k1) AS ln(1 + (pages - df + 0.5) / (df + 0.5)) * tf / (k1 + tf);
 CREATE OR REPLACE MACRO prestige_prior(w, pagerank, known) AS w * ln(1 + coalesce(pagerank, 0) * known);
+-- Per field of the index as it stands: the pages where it is not empty and its average length over all indexed pages.
+CREATE OR REPLACE MACRO field_lengths() AS TABLE
+SELECT field, count(*) AS docs, sum(length) / (SELECT count(*) FROM posting_docs) AS avg_length
+FROM posting_lengths GROUP BY field;
+-- Whether index run `run` wrote a page (posting_docs: its content fields in `content_cycle`, its anchor field in
+-- `anchor_cycle`): within an index epoch, the pages whose scores moved.
+CREATE OR REPLACE MACRO index_run_wrote(content_cycle, anchor_cycle, run) AS content_cycle = run OR anchor_cycle = run;
 -- The fields that count (weight above 0) with their weight, b and average length: `names`, `weights` and `bs` side by
 -- side (the settings bm25_weights and bm25_b); the length the index epoch holds, or with `today` the index's now.
 CREATE OR REPLACE MACRO bm25f_fields(names, weights, bs, today) AS TABLE
 SELECT p.field, p.weight, p.b, CASE WHEN today THEN c.avg_length ELSE s.avg_length END AS avg_length
 FROM (SELECT unnest(names) AS field, unnest(weights) AS weight, unnest(bs) AS b) p
 JOIN posting_fields s ON s.field = p.field
-LEFT JOIN (SELECT field, sum(length) / (SELECT count(*) FROM posting_docs) AS avg_length
-           FROM posting_lengths WHERE today GROUP BY field) c ON c.field = p.field
+LEFT JOIN (SELECT * FROM field_lengths() WHERE today) c ON c.field = p.field
 WHERE p.weight > 0;
 -- N (indexed pages) of the idf and the known URLs of the prior: the open index epoch's, or with `today` the crawl's now.
 CREATE OR REPLACE MACRO ranker_sizes(today) AS TABLE

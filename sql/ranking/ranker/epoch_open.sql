@@ -16,6 +16,5 @@ SELECT p.term, count(DISTINCT p.doc), $cycle, false FROM postings p SEMI JOIN r_
 GROUP BY p.term;
 DROP TABLE r_stale;
 DELETE FROM posting_fields;
-INSERT INTO posting_fields (field, docs, avg_length)
-SELECT field, count(*), sum(length) / (SELECT count(*) FROM posting_docs) FROM posting_lengths GROUP BY field;
+INSERT INTO posting_fields (field, docs, avg_length) SELECT field, docs, avg_length FROM field_lengths();
 UPDATE posting_docs d SET pagerank = f.pagerank FROM frontier f WHERE f.url = d.url;

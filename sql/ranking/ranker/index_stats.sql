@@ -9,9 +9,8 @@ SELECT p.term, count(DISTINCT p.doc), $cycle, false
 FROM postings p SEMI JOIN r_touched t ON t.term = p.term ANTI JOIN posting_terms k ON k.term = p.term
 GROUP BY p.term;
 INSERT INTO posting_fields (field, docs, avg_length)
-SELECT l.field, count(*), sum(l.length) / (SELECT count(*) FROM posting_docs)
-FROM posting_lengths l ANTI JOIN posting_fields f ON f.field = l.field GROUP BY l.field;
+SELECT l.field, l.docs, l.avg_length FROM field_lengths() l ANTI JOIN posting_fields f ON f.field = l.field;
 UPDATE posting_docs d SET pagerank = f.pagerank FROM frontier f
-WHERE f.url = d.url AND (d.cycle = $cycle OR d.anchor_cycle = $cycle);
+WHERE f.url = d.url AND index_run_wrote(d.cycle, d.anchor_cycle, $cycle);
 DROP TABLE r_touched;
 DROP TABLE r_refresh;

@@ -16,7 +16,7 @@ WITH fields AS (
 ), terms AS (
     SELECT DISTINCT tid, term FROM s_query_terms
 ), docs AS (
-    SELECT doc, url, pagerank FROM posting_docs WHERE NOT $changed OR cycle = $cycle OR anchor_cycle = $cycle
+    SELECT doc, url, pagerank FROM posting_docs WHERE NOT $changed OR index_run_wrote(cycle, anchor_cycle, $cycle)
 ), tf AS (
     SELECT t.tid, p.term, p.doc, exact_sum(bm25f_tf(f.weight, p.tf, f.b, l.length, f.avg_length)) AS tf
     FROM postings p
