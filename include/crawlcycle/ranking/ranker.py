@@ -224,8 +224,8 @@ def rank_queries(con: duckdb.DuckDBPyConnection, settings: Settings, cycle: int,
     statistics of the index epoch (:mod:`crawlcycle.ranking.epochs`), opening a new one when the open one must close.
     Within an epoch, a query ranked last cycle keeps the results this cycle's index run did not write or remove,
     merged with the pages that run wrote (rescored), where that is exact (:func:`_unsettled`); every other query is
-    ranked over the whole index. The queries are those of
-    the cycle's query-log partition unless given. A cycle holding loaded results keeps them (0 rows written)."""
+    ranked over the whole index. The queries are those of the cycle's query-log partition unless given. A cycle
+    holding loaded results keeps them (0 rows written)."""
     if queries is None:
         queries = query(con, "ranking/ranker/cycle_queries", cycle=cycle)["query"].to_list()
     queries = sorted({normalize_query(q) for q in queries})
